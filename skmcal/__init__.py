@@ -1,0 +1,14 @@
+"""skmcal: model-change active learning on graphs for scikit-learn users."""
+
+from .classifier import SpectralGraphClassifier
+from .graph import GRAPH_CACHE, NodeSet, SpectralGraph, clear_graph_cache
+
+__all__ = [
+    "GRAPH_CACHE",
+    "NodeSet",
+    "SpectralGraph",
+    "SpectralGraphClassifier",
+    "clear_graph_cache",
+]
+
+__version__ = "0.1.0"

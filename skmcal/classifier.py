@@ -1,0 +1,528 @@
+"""SpectralGraphClassifier: graph-based semi-supervised learning, the scikit-learn way."""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.metrics import accuracy_score
+from sklearn.utils import _safe_indexing
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .graph import GRAPH_CACHE, GraphParams, NodeSet, build_graph, node_set
+from .losses import LOSSES
+from .posterior import fit_posterior
+
+#: Default ``(tau, gamma)`` per loss when given as "auto": the settings of the
+#: paper's experiments (binary: tau=0.001, gamma=0.5; MGR: tau=0.005,
+#: gamma=0.1; CE: tau=0.005, gamma=0.5).
+AUTO_HYPERPARAMETERS = {
+    "gr": (0.001, 0.5),
+    "logistic": (0.001, 0.5),
+    "probit": (0.001, 0.5),
+    "mgr": (0.005, 0.1),
+    "ce": (0.005, 0.5),
+}
+
+#: Marker of an unlabeled row in ``y`` (scikit-learn's semi-supervised convention).
+UNLABELED = -1
+
+
+def _unlabeled_mask(y):
+    if y.dtype.kind in "iuf":
+        return y == UNLABELED
+    if y.dtype.kind == "O":
+        return np.array([isinstance(v, Real) and v == UNLABELED for v in y], dtype=bool)
+    return np.zeros(y.shape[0], dtype=bool)
+
+
+class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
+    """Graph-based semi-supervised classifier with a Laplace posterior.
+
+    Builds a k-nearest-neighbour similarity graph over all nodes (labeled and
+    unlabeled), keeps the ``n_eigs`` smallest eigenpairs ``(lambda, V)`` of
+    its normalised Laplacian, and fits the latent function ``u = V alpha`` by
+    minimising
+
+        1/2 sum_i (lambda_i + tau^2) alpha_i^2 + sum_{j labeled} loss(u_j, y_j)
+
+    (Miller & Bertozzi, "Model-Change Active Learning in Graph-Based
+    Semi-Supervised Learning"). The posterior of ``alpha`` is approximated by
+    the Gaussian ``N(coef_, posterior_cov())`` (exact for ``gr`` and ``mgr``).
+
+    Parameters
+    ----------
+    loss : {"mgr", "ce", "gr", "logistic", "probit"}, default="mgr"
+        The likelihood. ``gr`` (Gaussian regression), ``logistic`` and
+        ``probit`` are binary: they take exactly two classes, the first of
+        ``classes_`` coded -1 and the second +1. ``mgr`` (multiclass Gaussian
+        regression, one-hot targets) and ``ce`` (cross-entropy) take any
+        number of classes >= 2.
+    nodes : None, array-like, sparse matrix or NodeSet, default=None
+        The nodes of the graph. None: the rows given to ``fit`` are the nodes
+        (rows with ``y = -1`` are unlabeled nodes). Otherwise ``fit(X, y)``
+        labels the nodes equal to the rows of ``X`` (every row of ``X`` must
+        be a node) and every other node is unlabeled; pass a
+        :class:`~skmcal.NodeSet` to avoid hashing the data at each fit. The
+        graph and its spectrum are cached by node content and graph
+        parameters (see Notes).
+    kernel : {"gaussian", "cosine", "precomputed"}, default="gaussian"
+        ``gaussian``: ``w_ij = exp(-|x_i - x_j|^2 / (scale_factor sigma_i
+        sigma_j))`` with ``sigma_i`` the distance from ``x_i`` to its
+        ``scale_neighbor``-th nearest neighbour (self-tuning scale).
+        ``cosine``: ``w_ij = max(0, cos(x_i, x_j))`` on the kNN graph of the
+        cosine distance. ``precomputed``: the node data is a square,
+        non-negative affinity matrix (rows of ``X`` in ``fit`` and
+        ``predict`` are rows of affinities to the nodes). The kNN graph is
+        symmetrised as ``(W + W') / 2``.
+    n_neighbors : int, default=10
+        Neighbours of each node in the kNN graph (the paper: 10; 15 for
+        hyperspectral data). Clipped, with a warning, to ``n_nodes - 1``.
+    scale_neighbor : int, default=5
+        Which neighbour (not counting the point itself) sets the local scale
+        of the Gaussian kernel. The paper's experiments used 5.
+    scale_factor : float, default=3.0
+        ``s`` in the Gaussian kernel. The paper's experiments used 3.
+    neighbors : estimator or None, default=None
+        A ``KNeighborsTransformer``-compatible object (``fit`` on the nodes,
+        ``transform`` giving a sparse distance graph), such as
+        :class:`sklearn.neighbors.KNeighborsTransformer` or
+        ``pynndescent.PyNNDescentTransformer`` for large data. It must return
+        at least ``max(n_neighbors, scale_neighbor)`` neighbours besides the
+        point itself; with ``kernel="cosine"`` it must use the cosine
+        distance. None: exact neighbours by
+        :class:`sklearn.neighbors.NearestNeighbors`.
+    n_eigs : int, default=50
+        ``M``, the number of eigenpairs kept. Clipped, with a warning, to the
+        number of nodes.
+    tau : float or "auto", default="auto"
+        Prior shift: the prior precision is ``L + tau^2 I``. "auto" takes the
+        paper's value for the loss (0.001 for binary losses, 0.005 for
+        ``mgr`` and ``ce``).
+    gamma : float or "auto", default="auto"
+        Scale of the loss. "auto": 0.5, except 0.1 for ``mgr`` (the paper).
+    max_iter : int, default=100
+        Maximum Newton iterations (``logistic``, ``probit``, ``ce``).
+    tol : float, default=1e-10
+        Newton stops when every coordinate of its step is at most
+        ``tol * (1 + max|coef|)``.
+    warm_start : bool, default=False
+        Start Newton's method from the previous ``coef_`` when refitting on
+        the same graph with the same loss and classes (the active-learning
+        loop). The optimum is unique, so only the iteration count changes.
+    cache : bool, default=True
+        Share graphs through :data:`skmcal.graph.GRAPH_CACHE`.
+    n_jobs : int or None, default=None
+        Parallel jobs of the default neighbour search.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the starting vector of the sparse eigensolver (large graphs
+        only). None uses ARPACK's own (fixed) start. A RandomState instance
+        disables the graph cache.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels seen among the labeled rows.
+    coef_ : ndarray of shape (n_eigs,) or (n_eigs, n_classes)
+        The MAP spectral coefficients: ``(M,)`` for binary losses,
+        ``(M, n_classes)`` for ``mgr`` and ``ce``.
+    eigenvalues_ : ndarray of shape (n_eigs,)
+        Smallest eigenvalues of the normalised graph Laplacian, ascending.
+    eigenvectors_ : ndarray of shape (n_nodes, n_eigs)
+        The matching orthonormal eigenvectors (read-only, shared).
+    graph_ : SpectralGraph
+        The graph and spectrum, shared with every estimator on the same nodes.
+    node_set_ : NodeSet
+        The nodes of the graph.
+    labeled_nodes_ : ndarray of shape (n_labeled,)
+        Node index of each labeled row of the last ``fit``.
+    posterior_ : LaplacePosterior
+        MAP, covariance and Hessian in spectral coordinates.
+    tau_, gamma_ : float
+        The values used (after resolving "auto").
+    n_iter_ : int
+        Newton iterations of the last fit (0 for ``gr`` and ``mgr``).
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined only when ``X`` has feature names that are all strings.
+
+    See Also
+    --------
+    sklearn.semi_supervised.LabelSpreading : Graph-based SSL without a posterior.
+
+    Notes
+    -----
+    **The graph is computed once per node set.** It depends on the node data
+    and on ``kernel``, ``n_neighbors``, ``scale_neighbor``, ``scale_factor``,
+    ``neighbors``, ``n_eigs`` and ``random_state``; never on ``loss``, ``tau``
+    or ``gamma``. Graphs are kept in a small least-recently-used cache keyed
+    by a hash of the node data plus those parameters, so refitting with new
+    labels, clones, and ``GridSearchCV`` over ``loss``/``tau``/``gamma`` on a
+    fixed ``nodes`` reuse it. ``skmcal.clear_graph_cache()`` empties it.
+
+    **Prediction.** Rows equal to a node get that node's latent values;
+    other rows are placed by the Nystrom extension of the eigenvectors
+    through their nearest nodes (see :meth:`SpectralGraph.extend`).
+
+    **Probabilities.** ``predict_proba`` is the model's own likelihood of
+    each class at the MAP latent value ``u``, normalised over the classes:
+    ``gr``: ``sigmoid(2 u / gamma^2)``; ``logistic``: ``sigmoid(u / gamma)``;
+    ``probit``: ``Phi(u / gamma)``; ``mgr``: ``softmax(u / gamma^2)`` (the
+    Gaussian likelihood of each one-hot label); ``ce``: ``softmax(u / gamma)``.
+    Small ``gamma`` gives sharp probabilities.
+
+    References
+    ----------
+    K. Miller and A. L. Bertozzi, "Model-Change Active Learning in Graph-Based
+    Semi-Supervised Learning", 2021.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_moons
+    >>> from skmcal import SpectralGraphClassifier
+    >>> X, y_true = make_moons(200, noise=0.05, random_state=0)
+    >>> y = np.full(200, -1)
+    >>> y[:4] = y_true[:4]
+    >>> clf = SpectralGraphClassifier(loss="probit", n_eigs=20).fit(X, y)
+    >>> clf.coef_.shape
+    (20,)
+    >>> float(np.mean(clf.transduction_ == y_true)) > 0.9
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "loss": [StrOptions(set(LOSSES))],
+        "nodes": [None, "array-like", "sparse matrix", NodeSet],
+        "kernel": [StrOptions({"gaussian", "cosine", "precomputed"})],
+        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "scale_neighbor": [Interval(Integral, 1, None, closed="left")],
+        "scale_factor": [Interval(Real, 0, None, closed="neither")],
+        "neighbors": [None, HasMethods(["fit", "transform"])],
+        "n_eigs": [Interval(Integral, 1, None, closed="left")],
+        "tau": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "gamma": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "warm_start": ["boolean"],
+        "cache": ["boolean"],
+        "n_jobs": [None, Integral],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        loss="mgr",
+        *,
+        nodes=None,
+        kernel="gaussian",
+        n_neighbors=10,
+        scale_neighbor=5,
+        scale_factor=3.0,
+        neighbors=None,
+        n_eigs=50,
+        tau="auto",
+        gamma="auto",
+        max_iter=100,
+        tol=1e-10,
+        warm_start=False,
+        cache=True,
+        n_jobs=None,
+        random_state=None,
+    ):
+        self.loss = loss
+        self.nodes = nodes
+        self.kernel = kernel
+        self.n_neighbors = n_neighbors
+        self.scale_neighbor = scale_neighbor
+        self.scale_factor = scale_factor
+        self.neighbors = neighbors
+        self.n_eigs = n_eigs
+        self.tau = tau
+        self.gamma = gamma
+        self.max_iter = max_iter
+        self.tol = tol
+        self.warm_start = warm_start
+        self.cache = cache
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    # ------------------------------------------------------------------ fit
+    def _graph_params(self, n_nodes):
+        if n_nodes < 2:
+            raise ValueError(
+                f"A graph needs at least 2 nodes; got n_nodes={n_nodes}."
+            )
+        n_neighbors, scale_neighbor, n_eigs = self.n_neighbors, self.scale_neighbor, self.n_eigs
+        if self.kernel != "precomputed" and max(n_neighbors, scale_neighbor) >= n_nodes:
+            warnings.warn(
+                f"n_neighbors={n_neighbors} and scale_neighbor={scale_neighbor} must "
+                f"be < n_nodes={n_nodes}; both are clipped to {n_nodes - 1}.",
+                UserWarning,
+                stacklevel=3,
+            )
+            n_neighbors = min(n_neighbors, n_nodes - 1)
+            scale_neighbor = min(scale_neighbor, n_nodes - 1)
+        if n_eigs > n_nodes:
+            warnings.warn(
+                f"n_eigs={n_eigs} exceeds n_nodes={n_nodes}; all {n_nodes} "
+                f"eigenpairs are used (dense solver).",
+                UserWarning,
+                stacklevel=3,
+            )
+            n_eigs = n_nodes
+        return GraphParams(
+            kernel=self.kernel,
+            n_neighbors=int(n_neighbors),
+            scale_neighbor=int(scale_neighbor),
+            scale_factor=float(self.scale_factor),
+            n_eigs=int(n_eigs),
+            neighbors=self.neighbors,
+            random_state=self.random_state,
+            n_jobs=self.n_jobs,
+        )
+
+    def _resolve_nodes(self, X):
+        """The node set and the node index of every row of ``X``."""
+        if self.nodes is None:
+            nodes = NodeSet(X)
+            return nodes, np.arange(X.shape[0])
+        nodes = node_set(self.nodes)
+        if nodes.n_features != X.shape[1]:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but the nodes have {nodes.n_features}."
+            )
+        index = nodes.lookup(X, distinct=True)
+        missing = np.flatnonzero(index < 0)
+        if missing.size:
+            raise ValueError(
+                f"{missing.size} row(s) of X are not nodes of `nodes` (first: row "
+                f"{missing[0]}). With nodes= given, fit takes rows of the node set "
+                f"only; pass nodes=None to build the graph on X itself."
+            )
+        return nodes, index
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the model on the graph of the nodes, labels from ``y``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The nodes (``nodes=None``) or rows of the node set to label.
+        y : array-like of shape (n_samples,)
+            Labels; ``-1`` marks an unlabeled row. At least two classes must
+            be labeled; binary losses take exactly two.
+
+        Returns
+        -------
+        self : SpectralGraphClassifier
+            The fitted estimator.
+        """
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+        check_classification_targets(y)
+        labeled = ~_unlabeled_mask(y)
+        if not labeled.any():
+            raise ValueError(
+                "No labeled row: every entry of y is -1, the unlabeled marker. "
+                "Label at least one row of each of two classes."
+            )
+        classes = np.unique(y[labeled])
+        loss = LOSSES[self.loss]
+        if classes.size < 2:
+            raise ValueError(
+                f"The labeled rows hold a single class ({classes[0]!r}); "
+                f"a classifier needs labels of at least two classes."
+            )
+        if not loss.multiclass and classes.size > 2:
+            raise ValueError(
+                f"loss={self.loss!r} is binary, but y has {classes.size} classes "
+                f"{classes.tolist()}; use loss='mgr' or loss='ce' for multiclass data."
+            )
+        nodes, node_index = self._resolve_nodes(X)
+        params = self._graph_params(nodes.n_nodes)
+        graph = GRAPH_CACHE.get_or_build(nodes, params) if self.cache else build_graph(
+            nodes.data, params
+        )
+        tau, gamma = AUTO_HYPERPARAMETERS[self.loss]
+        tau = tau if self.tau == "auto" else float(self.tau)
+        gamma = gamma if self.gamma == "auto" else float(self.gamma)
+
+        labeled_nodes = node_index[labeled]
+        codes = np.searchsorted(classes, y[labeled])
+        targets = np.eye(classes.size)[codes] if loss.multiclass else 2.0 * codes - 1.0
+        coef_init = None
+        signature = (id(graph), self.loss, tuple(classes.tolist()))
+        if self.warm_start and getattr(self, "_fit_signature", None) == signature:
+            coef_init = self.coef_
+        posterior = fit_posterior(
+            loss,
+            graph.eigenvalues + tau**2,
+            graph.eigenvectors[labeled_nodes],
+            targets,
+            gamma,
+            coef_init=coef_init,
+            max_iter=self.max_iter,
+            tol=self.tol,
+        )
+
+        self.classes_ = classes
+        self.graph_ = graph
+        self.node_set_ = nodes
+        self.eigenvalues_ = graph.eigenvalues
+        self.eigenvectors_ = graph.eigenvectors
+        self.labeled_nodes_ = labeled_nodes
+        self.posterior_ = posterior
+        self.coef_ = posterior.coef
+        self.tau_ = tau
+        self.gamma_ = gamma
+        self.n_iter_ = posterior.n_iter
+        self._fit_signature = signature
+        return self
+
+    # -------------------------------------------------------------- predict
+    def _spectral_rows(self, X):
+        """Eigenvector rows of ``X``: exact for nodes, Nystrom for other points."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        index = self.node_set_.lookup(X)
+        rows = np.empty((X.shape[0], self.eigenvalues_.size))
+        found = index >= 0
+        rows[found] = self.eigenvectors_[index[found]]
+        if not found.all():
+            rows[~found] = self.graph_.extend(X[~found])
+        return rows
+
+    def _latent(self, rows):
+        return rows @ self.coef_
+
+    def decision_function(self, X):
+        """Latent values at the rows of ``X``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            Binary losses: ``u``, positive for ``classes_[1]``. ``mgr``/``ce``
+            with more than two classes: one column per class; with two
+            classes, ``u[:, 1] - u[:, 0]`` (scikit-learn's binary convention).
+        """
+        U = self._latent(self._spectral_rows(X))
+        if U.ndim == 2 and U.shape[1] == 2:
+            return U[:, 1] - U[:, 0]
+        return U
+
+    def _proba_from_latent(self, U):
+        loss = LOSSES[self.loss]
+        if loss.multiclass:
+            return loss.proba(U, self.gamma_)
+        return np.column_stack(
+            [loss.proba_positive(-U, self.gamma_), loss.proba_positive(U, self.gamma_)]
+        )
+
+    def predict_proba(self, X):
+        """Class probabilities: each class's likelihood at the MAP latent value.
+
+        See the Notes of the class for the formula of each loss.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Rows sum to 1; columns follow ``classes_``.
+        """
+        return self._proba_from_latent(self._latent(self._spectral_rows(X)))
+
+    def _labels_from_latent(self, U):
+        if U.ndim == 1:
+            return self.classes_[(U > 0).astype(np.intp)]
+        return self.classes_[np.argmax(U, axis=1)]
+
+    def predict(self, X):
+        """Predicted class of each row of ``X``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self._labels_from_latent(self._latent(self._spectral_rows(X)))
+
+    @property
+    def transduction_(self):
+        """Predicted label of every node of the graph, shape (n_nodes,)."""
+        check_is_fitted(self)
+        return self._labels_from_latent(self._latent(self.eigenvectors_))
+
+    def score(self, X, y):
+        """Accuracy on the labeled rows of ``(X, y)``; rows with ``y = -1`` are ignored.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        float
+        """
+        y = np.asarray(y)
+        keep = ~_unlabeled_mask(y)
+        if not keep.any():
+            raise ValueError("score needs at least one labeled row (y != -1).")
+        if not keep.all():
+            X, y = _safe_indexing(X, np.flatnonzero(keep)), y[keep]
+        return accuracy_score(y, self.predict(X))
+
+    # ------------------------------------------------------------ posterior
+    def posterior_cov(self, X=None):
+        """Laplace posterior covariance.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features) or None
+            None: the covariance of the spectral coefficients ``coef_``.
+            Otherwise: the covariance of the latent values at the rows of
+            ``X`` (nodes exactly, other points through the Nystrom extension).
+
+        Returns
+        -------
+        ndarray
+            With ``X=None``: ``(M, M)`` for ``gr``, ``logistic``, ``probit``
+            and ``mgr`` (whose classes share one covariance); for ``ce``,
+            ``(M * n_classes, M * n_classes)`` in class-major order (index
+            ``c * M + i`` is coefficient ``i`` of class ``c``).
+            With ``X``: ``V_X C V_X'`` of shape ``(n, n)``; for ``ce``,
+            ``(n * n_classes, n * n_classes)``, class-major (index ``c * n + r``
+            is the latent value of class ``c`` at row ``r``).
+        """
+        check_is_fitted(self)
+        C = self.posterior_.cov
+        if X is None:
+            return C.copy()
+        rows = self._spectral_rows(X)
+        if self.loss != "ce":
+            return rows @ C @ rows.T
+        n_classes, M, n = self.classes_.size, rows.shape[1], rows.shape[0]
+        blocks = np.einsum("ai,cihk,bk->cahb", rows, C.reshape(n_classes, M, n_classes, M), rows)
+        return blocks.reshape(n_classes * n, n_classes * n)
+

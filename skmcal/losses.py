@@ -1,0 +1,185 @@
+"""The five likelihoods of the paper, in numerically stable (log-space) form.
+
+Every loss is a function of the latent value(s) ``u`` of one labeled node and
+its label. Binary losses take ``y`` in {-1, +1} and scalar latents; multiclass
+losses take one-hot rows ``Y`` and latent rows ``U`` (one column per class).
+
+Each loss provides the value, the derivatives with respect to the latent
+value, and ``proba``: the likelihood of each class at a given latent value,
+normalised over the classes. That last quantity is what
+:meth:`SpectralGraphClassifier.predict_proba` reports.
+
+All formulas are those of ``MATH.md``; the log-space forms keep them finite
+for ``|u| / gamma`` of 1e3 and beyond.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import erfcx, expit, log_ndtr, logsumexp, ndtr, softmax
+
+_SQRT_2_OVER_PI = np.sqrt(2.0 / np.pi)
+_LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
+
+
+def _mills_ratio_inverse(z):
+    """Return ``phi(z) / Phi(z)`` for the standard normal, stable for all z.
+
+    For ``z < 0`` it uses ``Phi(z) = exp(-z^2/2) erfcx(-z/sqrt 2) / 2``, so no
+    exponential of a large number is formed; for ``z >= 0`` the ratio is at
+    most ``phi(0) / Phi(0)`` and the log-space form is exact.
+    """
+    z = np.asarray(z, dtype=float)
+    neg = z < 0
+    out = np.empty_like(z)
+    out[neg] = _SQRT_2_OVER_PI / erfcx(-z[neg] / np.sqrt(2.0))
+    zp = z[~neg]
+    out[~neg] = np.exp(-0.5 * zp * zp - _LOG_SQRT_2PI - log_ndtr(zp))
+    return out
+
+
+class BinaryLoss:
+    """A binary likelihood ``l(x, y)`` with ``y`` in {-1, +1}.
+
+    Subclasses implement :meth:`value`, :meth:`derivatives` and
+    :meth:`proba_positive`; all act elementwise on arrays.
+    """
+
+    name: str = ""
+    closed_form: bool = False
+    multiclass = False
+
+    def value(self, u, y, gamma):
+        """Loss ``l(u, y)`` elementwise."""
+        raise NotImplementedError
+
+    def derivatives(self, u, y, gamma):
+        """Return ``(F, F')``: first and second derivative of ``l`` in ``u``."""
+        raise NotImplementedError
+
+    def proba_positive(self, u, gamma):
+        """Likelihood of the label +1 at latent ``u``, normalised over {-1, +1}."""
+        raise NotImplementedError
+
+
+class GaussianRegressionLoss(BinaryLoss):
+    """``(x - y)^2 / (2 gamma^2)``; the Gaussian regression (GR) model."""
+
+    name = "gr"
+    closed_form = True
+
+    def value(self, u, y, gamma):
+        return (u - y) ** 2 / (2.0 * gamma**2)
+
+    def derivatives(self, u, y, gamma):
+        u = np.asarray(u, dtype=float)
+        return (u - y) / gamma**2, np.full_like(u, 1.0 / gamma**2)
+
+    def proba_positive(self, u, gamma):
+        # exp(-(u-1)^2/2g^2) / (exp(-(u-1)^2/2g^2) + exp(-(u+1)^2/2g^2))
+        return expit(2.0 * np.asarray(u, dtype=float) / gamma**2)
+
+
+class LogisticLoss(BinaryLoss):
+    """``log(1 + exp(-x y / gamma))``; the logistic (LOG) model."""
+
+    name = "logistic"
+
+    def value(self, u, y, gamma):
+        return np.logaddexp(0.0, -u * y / gamma)
+
+    def derivatives(self, u, y, gamma):
+        t = u * y / gamma
+        first = -(y / gamma) * expit(-t)
+        second = expit(t) * expit(-t) / gamma**2
+        return first, second
+
+    def proba_positive(self, u, gamma):
+        return expit(np.asarray(u, dtype=float) / gamma)
+
+
+class ProbitLoss(BinaryLoss):
+    """``-log Psi_gamma(x y)`` with ``Psi_gamma`` the N(0, gamma^2) CDF (P model)."""
+
+    name = "probit"
+
+    def value(self, u, y, gamma):
+        return -log_ndtr(u * y / gamma)
+
+    def derivatives(self, u, y, gamma):
+        z = np.asarray(u * y / gamma, dtype=float)
+        r = _mills_ratio_inverse(z)
+        first = -(y / gamma) * r
+        second = r * (r + z) / gamma**2
+        return first, second
+
+    def proba_positive(self, u, gamma):
+        return ndtr(np.asarray(u, dtype=float) / gamma)
+
+
+class MulticlassLoss:
+    """A multiclass likelihood of latent rows ``U`` and one-hot rows ``Y``."""
+
+    name: str = ""
+    closed_form: bool = False
+    multiclass = True
+
+    def value(self, U, Y, gamma):
+        """Loss of each row, shape ``(n,)``."""
+        raise NotImplementedError
+
+    def proba(self, U, gamma):
+        """Likelihood of each class at latent rows ``U``, normalised per row."""
+        raise NotImplementedError
+
+
+class MulticlassGaussianRegressionLoss(MulticlassLoss):
+    """``||x - y||^2 / (2 gamma^2)``; multiclass Gaussian regression (MGR)."""
+
+    name = "mgr"
+    closed_form = True
+
+    def value(self, U, Y, gamma):
+        return ((U - Y) ** 2).sum(axis=1) / (2.0 * gamma**2)
+
+    def gradient(self, U, Y, gamma):
+        """Gradient of each row's loss in its latent row; the Hessian is I/gamma^2."""
+        return (U - Y) / gamma**2
+
+    def proba(self, U, gamma):
+        # exp(-||u - e_c||^2 / 2g^2) normalised over c is softmax(u / g^2).
+        return softmax(np.asarray(U, dtype=float) / gamma**2, axis=1)
+
+
+class CrossEntropyLoss(MulticlassLoss):
+    """``-<y, x>/gamma + logsumexp(x / gamma)``; the cross-entropy (CE) model."""
+
+    name = "ce"
+
+    def value(self, U, Y, gamma):
+        return logsumexp(U / gamma, axis=1) - (Y * U).sum(axis=1) / gamma
+
+    def derivatives(self, U, Y, gamma):
+        """Return ``(G, Pi)``: the gradient rows ``(pi - y) / gamma`` and ``pi``.
+
+        ``pi = softmax(u / gamma)``; the Hessian of a row's loss in its latent
+        row is ``(diag(pi) - pi pi') / gamma^2``.
+        """
+        Pi = self.proba(U, gamma)
+        return (Pi - Y) / gamma, Pi
+
+    def proba(self, U, gamma):
+        return softmax(np.asarray(U, dtype=float) / gamma, axis=1)
+
+
+LOSSES = {
+    loss.name: loss
+    for loss in (
+        GaussianRegressionLoss(),
+        LogisticLoss(),
+        ProbitLoss(),
+        MulticlassGaussianRegressionLoss(),
+        CrossEntropyLoss(),
+    )
+}
+"""Every loss by name: ``gr``, ``logistic``, ``probit`` (binary), ``mgr``, ``ce``."""
