@@ -260,9 +260,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ fit
     def _graph_params(self, n_nodes):
         if n_nodes < 2:
-            raise ValueError(
-                f"A graph needs at least 2 nodes; got n_nodes={n_nodes}."
-            )
+            raise ValueError(f"A graph needs at least 2 nodes; got n_nodes={n_nodes}.")
         n_neighbors, scale_neighbor, n_eigs = self.n_neighbors, self.scale_neighbor, self.n_eigs
         if self.kernel != "precomputed" and max(n_neighbors, scale_neighbor) >= n_nodes:
             warnings.warn(
@@ -299,9 +297,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             return nodes, np.arange(X.shape[0])
         nodes = node_set(self.nodes)
         if nodes.n_features != X.shape[1]:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but the nodes have {nodes.n_features}."
-            )
+            raise ValueError(f"X has {X.shape[1]} features, but the nodes have {nodes.n_features}.")
         index = nodes.lookup(X, distinct=True)
         missing = np.flatnonzero(index < 0)
         if missing.size:
@@ -351,8 +347,10 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             )
         nodes, node_index = self._resolve_nodes(X)
         params = self._graph_params(nodes.n_nodes)
-        graph = GRAPH_CACHE.get_or_build(nodes, params) if self.cache else build_graph(
-            nodes.data, params
+        graph = (
+            GRAPH_CACHE.get_or_build(nodes, params)
+            if self.cache
+            else build_graph(nodes.data, params)
         )
         tau, gamma = AUTO_HYPERPARAMETERS[self.loss]
         tau = tau if self.tau == "auto" else float(self.tau)
@@ -525,4 +523,3 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         n_classes, M, n = self.classes_.size, rows.shape[1], rows.shape[0]
         blocks = np.einsum("ai,cihk,bk->cahb", rows, C.reshape(n_classes, M, n_classes, M), rows)
         return blocks.reshape(n_classes * n, n_classes * n)
-

@@ -42,7 +42,11 @@ _HASH_SEED = 20211201
 def _as_node_array(X):
     """Validate node data: finite float64, dense C-contiguous or canonical CSR."""
     X = check_array(
-        X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True, copy=True,
+        X,
+        accept_sparse="csr",
+        dtype=np.float64,
+        ensure_all_finite=True,
+        copy=True,
         input_name="nodes",
     )
     if sp.issparse(X):
@@ -230,8 +234,14 @@ class GraphParams:
         neighbors = None if self.neighbors is None else joblib.hash(self.neighbors)
         seed = self.random_state
         return (
-            digest, self.kernel, self.n_neighbors, self.scale_neighbor,
-            float(self.scale_factor), self.n_eigs, neighbors, seed,
+            digest,
+            self.kernel,
+            self.n_neighbors,
+            self.scale_neighbor,
+            float(self.scale_factor),
+            self.n_eigs,
+            neighbors,
+            seed,
         )
 
 
@@ -437,9 +447,7 @@ def _affinity(params: GraphParams, data):
     scales = _local_scales(params, dist) if params.kernel == "gaussian" else None
     weights = _kernel_weights(params, dist, ind, scales, scales)
     rows = np.repeat(np.arange(n), params.n_neighbors)
-    W = sp.csr_matrix(
-        (weights.ravel(), (rows, ind[:, : params.n_neighbors].ravel())), shape=(n, n)
-    )
+    W = sp.csr_matrix((weights.ravel(), (rows, ind[:, : params.n_neighbors].ravel())), shape=(n, n))
     return ((W + W.T) * 0.5).tocsr(), scales, index
 
 
@@ -502,9 +510,15 @@ def build_graph(data, params: GraphParams) -> SpectralGraph:
     for arr in (eigenvalues, V, degrees):
         arr.flags.writeable = False
     return SpectralGraph(
-        params=params, weights=W, degrees=degrees, eigenvalues=eigenvalues,
-        eigenvectors=V, n_components=n_components, residual=residual,
-        scales=scales, index=index,
+        params=params,
+        weights=W,
+        degrees=degrees,
+        eigenvalues=eigenvalues,
+        eigenvectors=V,
+        n_components=n_components,
+        residual=residual,
+        scales=scales,
+        index=index,
     )
 
 
