@@ -110,10 +110,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     tol : float, default=1e-10
         Newton stops when every coordinate of its step is at most
         ``tol * (1 + max|coef|)``.
-    warm_start : bool, default=False
+    warm_start : bool, default=True
         Start Newton's method from the previous ``coef_`` when refitting on
         the same graph with the same loss and classes (the active-learning
-        loop). The optimum is unique, so only the iteration count changes.
+        loop, where ``teach()`` refits). The objective is strictly convex, so
+        the optimum is the same either way; only the iteration count changes.
     cache : bool, default=True
         Share graphs through :data:`skmcal.graph.GRAPH_CACHE`.
     n_jobs : int or None, default=None
@@ -230,7 +231,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         gamma="auto",
         max_iter=100,
         tol=1e-10,
-        warm_start=False,
+        warm_start=True,
         cache=True,
         n_jobs=None,
         random_state=None,

@@ -1,0 +1,248 @@
+"""Query strategies with modAL's contract.
+
+Each strategy is a plain function
+
+    strategy(learner, X_pool, n_instances=1, **options) -> (indices, scores)
+
+where ``learner`` is a modAL learner wrapping a fitted
+:class:`~skmcal.SpectralGraphClassifier` (or the classifier itself),
+``indices`` index rows of ``X_pool`` and ``scores`` are the acquisition values
+of those rows (larger is better). ``X_pool`` is the whole node set (an array,
+or the :class:`~skmcal.NodeSet` itself, which skips the row look-up) or any
+subset of its rows; labeled nodes are never returned.
+
+Options
+-------
+candidates : None, float in (0, 1], int or array of row indices, default=None
+    Which unlabeled rows of ``X_pool`` are scored: all of them (None), a
+    random fraction of them (float; the paper uses 0.1), that many at random
+    (int), or exactly these rows of ``X_pool`` (array; labeled ones dropped).
+batch : {"topk", "greedy"}, default="topk"
+    ``topk``: the ``n_instances`` best candidates (the paper). ``greedy``:
+    pick the best, add it with its pseudo-label through the look-ahead update
+    of the posterior, re-score, pick the next, and so on.
+random_state : int, RandomState instance or None, default=None
+    Draws the candidate subset and breaks ties.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from . import acquisition
+from .acquisition import PosteriorView, look_ahead
+from .classifier import SpectralGraphClassifier
+from .graph import NodeSet
+from .modal_compat import patch_modal
+
+patch_modal()
+
+BATCH_MODES = ("topk", "greedy")
+
+
+def _classifier(learner) -> SpectralGraphClassifier:
+    clf = getattr(learner, "estimator", learner)
+    if not isinstance(clf, SpectralGraphClassifier):
+        raise TypeError(
+            f"The learner must be a SpectralGraphClassifier or a modAL learner wrapping "
+            f"one; got {type(clf).__name__}."
+        )
+    check_is_fitted(
+        clf,
+        msg="The SpectralGraphClassifier is not fitted yet: teach it "
+        "some labels (modAL: X_training, y_training) before querying.",
+    )
+    return clf
+
+
+def _pool_nodes(clf: SpectralGraphClassifier, X_pool):
+    """Node index of every row of ``X_pool``."""
+    nodes = clf.node_set_
+    if isinstance(X_pool, NodeSet):
+        if X_pool is not nodes and X_pool.digest != nodes.digest:
+            raise ValueError("X_pool is a NodeSet other than the classifier's nodes.")
+        return np.arange(nodes.n_nodes)
+    if hasattr(X_pool, "iloc") or not sp.issparse(X_pool):
+        X_pool = np.asarray(X_pool, dtype=np.float64)
+    if X_pool.ndim != 2:
+        raise ValueError(f"X_pool must be 2-D (n_rows, n_features); got shape {X_pool.shape}.")
+    index = nodes.lookup(X_pool)
+    missing = np.flatnonzero(index < 0)
+    if missing.size:
+        raise ValueError(
+            f"{missing.size} row(s) of X_pool are not nodes of the classifier's graph "
+            f"(first: row {missing[0]}). Query rows of the pool the classifier was "
+            f"built on (its `nodes`)."
+        )
+    return index
+
+
+def _candidate_rows(pool_nodes, labeled_nodes, candidates, n_instances, rng):
+    """Rows of ``X_pool`` to score: unlabeled, then subsampled as asked."""
+    unlabeled = np.flatnonzero(~np.isin(pool_nodes, labeled_nodes))
+    if candidates is None:
+        rows = unlabeled
+    elif isinstance(candidates, (Real, Integral)) and not isinstance(candidates, bool):
+        if isinstance(candidates, Integral):
+            if candidates < 1:
+                raise ValueError(f"candidates as an int must be >= 1; got {candidates}.")
+            size = min(int(candidates), unlabeled.size)
+        else:
+            if not 0 < candidates <= 1:
+                raise ValueError(
+                    f"candidates as a float must be a fraction in (0, 1]; got {candidates}."
+                )
+            size = int(np.ceil(candidates * unlabeled.size))
+        size = min(max(size, n_instances), unlabeled.size)
+        rows = np.sort(rng.choice(unlabeled, size=size, replace=False))
+    else:
+        rows = np.asarray(candidates)
+        if rows.ndim != 1 or rows.dtype.kind not in "iu":
+            raise ValueError(
+                "candidates must be None, a float in (0, 1], an int, or a 1-D array of "
+                f"row indices of X_pool; got {candidates!r}."
+            )
+        if rows.size and (rows.min() < -pool_nodes.size or rows.max() >= pool_nodes.size):
+            raise ValueError(
+                f"candidates holds row indices outside X_pool's {pool_nodes.size} rows."
+            )
+        rows = np.unique(rows % pool_nodes.size)
+        rows = rows[np.isin(rows, unlabeled)]
+    if n_instances > rows.size:
+        raise ValueError(
+            f"n_instances={n_instances} exceeds the {rows.size} unlabeled candidate rows of X_pool."
+        )
+    return rows
+
+
+def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_state):
+    """Shared body of every strategy: candidates, scores, top-k or greedy batch."""
+    if not isinstance(n_instances, Integral) or n_instances < 1:
+        raise ValueError(f"n_instances must be a positive int; got {n_instances!r}.")
+    if batch not in BATCH_MODES:
+        raise ValueError(f"batch must be one of {BATCH_MODES}; got {batch!r}.")
+    clf = _classifier(learner)
+    rng = check_random_state(random_state)
+    pool_nodes = _pool_nodes(clf, X_pool)
+    rows = _candidate_rows(pool_nodes, clf.labeled_nodes_, candidates, n_instances, rng)
+    # A random order of the candidates breaks ties at random in the stable sort.
+    rows = rows[rng.permutation(rows.size)]
+    view = PosteriorView.from_classifier(clf)
+    if batch == "topk" or n_instances == 1:
+        scores = score_fn(view, pool_nodes[rows])
+        best = np.argsort(-scores, kind="stable")[:n_instances]
+        return rows[best], scores[best]
+    chosen, chosen_scores = [], []
+    available = np.ones(rows.size, dtype=bool)
+    for _ in range(n_instances):
+        scores = score_fn(view, pool_nodes[rows[available]])
+        pick = np.argsort(-scores, kind="stable")[0]
+        position = np.flatnonzero(available)[pick]
+        chosen.append(rows[position])
+        chosen_scores.append(scores[pick])
+        available[position] = False
+        view = look_ahead(view, pool_nodes[rows[position]])
+    return np.array(chosen, dtype=np.intp), np.array(chosen_scores)
+
+
+def model_change(
+    learner, X_pool, n_instances=1, *, candidates=None, batch="topk", random_state=None
+):
+    """Model-change (MC) acquisition: the rows whose label would move the MAP most.
+
+    Parameters
+    ----------
+    learner : modAL learner or SpectralGraphClassifier
+        A fitted classifier, or a modAL learner wrapping one.
+    X_pool : array-like, sparse matrix or NodeSet
+        Rows of the classifier's node set (or the node set itself).
+    n_instances : int, default=1
+        How many rows to return.
+    candidates, batch, random_state
+        See the module documentation.
+
+    Returns
+    -------
+    indices : ndarray of shape (n_instances,)
+        Rows of ``X_pool``, best first.
+    scores : ndarray of shape (n_instances,)
+        Their acquisition values.
+    """
+    return _select(
+        acquisition.model_change, learner, X_pool, n_instances, candidates, batch, random_state
+    )
+
+
+def vopt(learner, X_pool, n_instances=1, *, candidates=None, batch="topk", random_state=None):
+    """V-opt: the rows whose label most reduces the total posterior variance.
+
+    Parameters and returns as :func:`model_change`.
+    """
+    return _select(acquisition.vopt, learner, X_pool, n_instances, candidates, batch, random_state)
+
+
+def sopt(learner, X_pool, n_instances=1, *, candidates=None, batch="topk", random_state=None):
+    """Sigma-opt: the rows whose label most reduces the survey risk ``1' V C V' 1``.
+
+    Parameters and returns as :func:`model_change`.
+    """
+    return _select(acquisition.sopt, learner, X_pool, n_instances, candidates, batch, random_state)
+
+
+def uncertainty(
+    learner,
+    X_pool,
+    n_instances=1,
+    *,
+    measure="margin",
+    candidates=None,
+    batch="topk",
+    random_state=None,
+):
+    """Uncertainty sampling.
+
+    Parameters
+    ----------
+    measure : {"margin", "entropy", "least_confident"}, default="margin"
+        ``margin``: smallest gap between the two largest latent class values
+        (binary: smallest ``|u|``); ``entropy`` and ``least_confident`` of the
+        class probabilities (``predict_proba``).
+    learner, X_pool, n_instances, candidates, batch, random_state
+        As :func:`model_change`.
+
+    Returns
+    -------
+    indices, scores
+        As :func:`model_change`; the scores are uncertainties (larger is
+        more uncertain; for ``margin``, minus the margin).
+    """
+    if measure not in acquisition.UNCERTAINTY_MEASURES:
+        raise ValueError(
+            f"measure must be one of {acquisition.UNCERTAINTY_MEASURES}; got {measure!r}."
+        )
+
+    def score(view, nodes):
+        return acquisition.uncertainty(view, nodes, measure)
+
+    return _select(score, learner, X_pool, n_instances, candidates, batch, random_state)
+
+
+def random_sampling(learner, X_pool, n_instances=1, *, candidates=None, random_state=None):
+    """Uniformly random unlabeled rows (the RAND baseline).
+
+    Returns
+    -------
+    indices, scores
+        As :func:`model_change`; the scores are the random keys drawn.
+    """
+    rng = check_random_state(random_state)
+
+    def score(view, nodes):
+        return rng.uniform(size=np.asarray(nodes).size)
+
+    return _select(score, learner, X_pool, n_instances, candidates, "topk", rng)
