@@ -122,6 +122,10 @@ class NodeSet:
     def __len__(self) -> int:
         return self.n_nodes
 
+    def __getitem__(self, rows):
+        """Rows of the node data (so modAL can retrieve queried rows of a NodeSet pool)."""
+        return self.data[rows]
+
     def __repr__(self) -> str:
         kind = "sparse" if sp.issparse(self.data) else "dense"
         return f"NodeSet(n_nodes={self.n_nodes}, n_features={self.n_features}, {kind})"
