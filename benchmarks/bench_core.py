@@ -95,6 +95,40 @@ def rss_mib() -> float:
     return r / (1024.0 * 1024.0) if sys.platform == "darwin" else r / 1024.0
 
 
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _busy_cpu_s():
+    """(CPU seconds used by all processes, CPU seconds used by this one) so far."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+        v = [int(x) for x in fields]
+        # user nice system idle iowait irq softirq steal ...
+        busy = (v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)) / _CLK_TCK
+    except (OSError, ValueError, IndexError):
+        busy = float("nan")
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    ruc = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return busy, ru.ru_utime + ru.ru_stime + ruc.ru_utime + ruc.ru_stime
+
+
+class Contention:
+    """Share of the machine's cores used by OTHER processes while a block ran."""
+
+    def __enter__(self):
+        self.b0, self.s0, self.t0 = *_busy_cpu_s(), now()
+        return self
+
+    def __exit__(self, *exc):
+        b1, s1 = _busy_cpu_s()
+        wall = max(now() - self.t0, 1e-9)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        self.self_cpu_s = s1 - self.s0
+        self.other_cores = max(0.0, ((b1 - self.b0) - self.self_cpu_s)) / wall
+        self.other_frac = self.other_cores / cores
+        return False
+
+
 def log(msg: str) -> None:
     print(f"[{_dt.datetime.now().strftime('%H:%M:%S')}] {msg}", flush=True)
 
@@ -118,17 +152,22 @@ class Phase:
         if tracemalloc.is_tracing():
             tracemalloc.reset_peak()
             self._base = tracemalloc.get_traced_memory()[0]
+        self._cont = Contention().__enter__()
         self.t0 = now()
         return self
 
     def __exit__(self, *exc):
         dt = now() - self.t0
-        entry = {"time_s": dt, "max_rss_mib_after": rss_mib()}
+        self._cont.__exit__()
+        entry = {"time_s": dt, "max_rss_mib_after": rss_mib(),
+                 "other_processes_cores": self._cont.other_cores,
+                 "self_cpu_s": self._cont.self_cpu_s}
         if tracemalloc.is_tracing():
             peak = tracemalloc.get_traced_memory()[1]
             entry["tracemalloc_peak_mib"] = (peak - self._base) / 2**20
         self.store[self.name] = entry
-        log(f"  {self.name}: {dt:.3f} s (max RSS {entry['max_rss_mib_after']:.0f} MiB"
+        log(f"  {self.name}: {dt:.3f} s (max RSS {entry['max_rss_mib_after']:.0f} MiB, "
+            f"other processes used {entry['other_processes_cores']:.2f} cores"
             + (f", tracemalloc peak +{entry['tracemalloc_peak_mib']:.0f} MiB"
                if "tracemalloc_peak_mib" in entry else "") + ")")
         return False
@@ -293,7 +332,7 @@ def make_neighbors(kind: str):
 
 def estimator_kwargs(neighbors) -> dict:
     return dict(n_neighbors=10, scale_neighbor=5, scale_factor=3.0, n_eigs=N_EIGS,
-                neighbors=neighbors, random_state=0)
+                neighbors=neighbors, random_state=0, warm_start=False)
 
 
 def graph_params(n_nodes: int, neighbors):
@@ -383,7 +422,7 @@ def bench_size(X_all, y_all, N, args, knn_kind, warmup) -> dict:
     res["graph_plus_spectrum_phase_run_s"] = a["time_s"] + c["time_s"] + s["time_s"]
 
     # optional: the other kNN method at this N, for comparison (graph only)
-    if args.compare_knn and N < args.exact_below:
+    if args.compare_knn and knn_kind == "exact":
         other = "pynndescent"
         p2 = graph_params(N, make_neighbors(other))
         cmp_store = {}
@@ -409,12 +448,13 @@ def bench_size(X_all, y_all, N, args, knn_kind, warmup) -> dict:
     with instrument(skg, ["build_graph", "_affinity", "laplacian_spectrum",
                           "_fit_neighbor_index", "_query_neighbors"]) as (tot, _):
         with instrument(skc, ["fit_posterior"]) as (tot_c, _):
-            t0 = now()
-            nodes = NodeSet(X)
-            t1 = now()
-            SpectralGraphClassifier(loss="ce", nodes=nodes, **estimator_kwargs(neighbors)).fit(
-                X_lab, y_lab)
-            t2 = now()
+            with Contention() as cont:
+                t0 = now()
+                nodes = NodeSet(X)
+                t1 = now()
+                SpectralGraphClassifier(loss="ce", nodes=nodes, **estimator_kwargs(neighbors)).fit(
+                    X_lab, y_lab)
+                t2 = now()
     res["cold_fit"] = {
         "total_s": t2 - t0, "nodeset_s": t1 - t0, "fit_s": t2 - t1,
         "build_graph_s": tot.get("build_graph"), "affinity_s": tot.get("_affinity"),
@@ -422,7 +462,7 @@ def bench_size(X_all, y_all, N, args, knn_kind, warmup) -> dict:
         "knn_query_s": tot.get("_query_neighbors"),
         "spectrum_s": tot.get("laplacian_spectrum"), "solver_s": tot_c.get("fit_posterior"),
         "graph_builds": skg.GRAPH_CACHE.builds - builds0,
-        "max_rss_mib_after": rss_mib(),
+        "max_rss_mib_after": rss_mib(), "other_processes_cores": cont.other_cores,
     }
     cf = res["cold_fit"]
     log(f"  cold fit: {cf['total_s']:.2f} s (build_graph {cf['build_graph_s']:.2f} s, "
@@ -440,7 +480,7 @@ def bench_size(X_all, y_all, N, args, knn_kind, warmup) -> dict:
         clf = SpectralGraphClassifier(loss=loss, nodes=nodes, **estimator_kwargs(neighbors))
         b0 = skg.GRAPH_CACHE.builds
         clf.fit(X_lab, y_fit)  # untimed first call (cache already holds the graph)
-        with instrument(skc, ["fit_posterior"]) as (tot_c, calls_c):
+        with instrument(skc, ["fit_posterior"]) as (tot_c, calls_c), Contention() as cont:
             med, best, times = median_time(lambda: clf.fit(X_lab, y_fit), args.repeats)
         acc = float(np.mean(clf.transduction_[unl] == y_ref[unl]))
         res["fits"][loss] = {
@@ -448,7 +488,7 @@ def bench_size(X_all, y_all, N, args, knn_kind, warmup) -> dict:
             "times_s": times, "solver_median_s": tot_c["fit_posterior"] / max(1, calls_c[
                 "fit_posterior"]), "n_iter": int(clf.n_iter_),
             "accuracy_unlabeled": acc, "graph_builds": skg.GRAPH_CACHE.builds - b0,
-            "max_rss_mib_after": rss_mib(),
+            "max_rss_mib_after": rss_mib(), "other_processes_cores": cont.other_cores,
         }
         log(f"  fit {loss}: median {med * 1e3:.1f} ms (min {best * 1e3:.1f}), "
             f"n_iter={clf.n_iter_}, acc={acc:.3f}, builds={skg.GRAPH_CACHE.builds - b0}")
@@ -468,22 +508,25 @@ def bench_size(X_all, y_all, N, args, knn_kind, warmup) -> dict:
 
         b0 = skg.GRAPH_CACHE.builds
         gs = run_gs(nodes)  # first call untimed
-        med, best, times = median_time(lambda: run_gs(nodes), args.gs_repeats)
+        with Contention() as cont:
+            med, best, times = median_time(lambda: run_gs(nodes), args.gs_repeats)
         entry = {
             "median_s": med, "min_s": best, "times_s": times,
             "n_fits": len(gs.cv_results_["params"]) * cv.get_n_splits() + 1,
             "best_params": gs.best_params_, "best_cv_score": float(gs.best_score_),
             "graph_builds_warm": skg.GRAPH_CACHE.builds - b0,
-            "max_rss_mib_after": rss_mib(),
+            "max_rss_mib_after": rss_mib(), "other_processes_cores": cont.other_cores,
         }
         # cold: empty cache, fresh NodeSet, one GridSearchCV (ce only: it is the target)
         if loss == "ce" and not args.skip_gs_cold:
             skg.GRAPH_CACHE.clear()
             gc.collect()
             b0 = skg.GRAPH_CACHE.builds
-            t0 = now()
-            run_gs(NodeSet(X))
-            entry["cold_s"] = now() - t0
+            with Contention() as cont:
+                t0 = now()
+                run_gs(NodeSet(X))
+                entry["cold_s"] = now() - t0
+            entry["other_processes_cores_cold"] = cont.other_cores
             entry["graph_builds_cold"] = skg.GRAPH_CACHE.builds - b0
             entry["max_rss_mib_after_cold"] = rss_mib()
         res["gridsearch"][loss] = entry
@@ -634,6 +677,30 @@ def render(meta: dict, results: list[dict], args) -> str:
         f"{r['fits']['ce']['max_rss_mib_after']:.0f} MiB / –" for r in results) + " |")
     lines.append("| after GridSearchCV (cold) | " + " | ".join(
         f"{r['gridsearch']['ce'].get('max_rss_mib_after_cold', float('nan')):.0f} MiB / –"
+        for r in results) + " |")
+    lines.append("")
+
+    # contention
+    lines += ["## CPU used by other processes during each measurement", "",
+              "Cores' worth of CPU time used by other processes (from /proc/stat minus this "
+              "process's own CPU time) divided by the wall time of the measurement; the "
+              f"machine has {meta['usable_cores']} cores. Values well above 0 mean the timing "
+              "was slowed by concurrent work.", "",
+              "| measurement | " + " | ".join(f"N={n:,}" for n in Ns) + " |",
+              "|---|" + "---|" * len(Ns)]
+    for name in P[0]:
+        lines.append(f"| {name} | " + " | ".join(
+            f"{p.get(name, {}).get('other_processes_cores', float('nan')):.2f}" for p in P) + " |")
+    lines.append("| cold fit | " + " | ".join(
+        f"{r['cold_fit']['other_processes_cores']:.2f}" for r in results) + " |")
+    for loss in LOSSES:
+        lines.append(f"| fit {loss} (all repeats) | " + " | ".join(
+            f"{r['fits'][loss]['other_processes_cores']:.2f}" for r in results) + " |")
+    for loss in ("ce", "mgr"):
+        lines.append(f"| GridSearchCV {loss} warm | " + " | ".join(
+            f"{r['gridsearch'][loss]['other_processes_cores']:.2f}" for r in results) + " |")
+    lines.append("| GridSearchCV ce cold | " + " | ".join(
+        f"{r['gridsearch']['ce'].get('other_processes_cores_cold', float('nan')):.2f}"
         for r in results) + " |")
     lines.append("")
 

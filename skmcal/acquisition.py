@@ -132,19 +132,19 @@ def _ce_terms(view: PosteriorView, nodes) -> _CETerms:
     n_c = view.n_classes
     M = view.eigenvectors.shape[1]
     V = view.eigenvectors[nodes]
-    # D[k, p, c] = sum_m C[p, c*M + m] V[k, m]
-    C3 = view.cov.reshape(M * n_c, n_c, M)
-    D = np.einsum("pcm,km->kpc", C3, V, optimize=True)
-    # G[k, c, h] = V[k] . D[k, c-block, h] / g^2
-    G = np.einsum("km,kcmh->kch", V, D.reshape(-1, n_c, M, n_c), optimize=True) / g**2
+    # D[k, p, c] = sum_m C[p, c*M + m] V[k, m]: one matrix product, k-major.
+    D = (V @ view.cov.reshape(M * n_c * n_c, M).T).reshape(nodes.size, M * n_c, n_c)
+    # G[k, c, h] = V[k] . D[k, c*M:(c+1)*M, h] / g^2
+    G = (V[:, None, None, :] @ D.reshape(nodes.size, n_c, M, n_c))[:, :, 0, :] / g**2
     U = V @ view.coef
     Pi = LOSSES["ce"].proba(U, g)
     labels = np.argmax(U, axis=1)
     pseudo = np.eye(n_c)[labels]
     B = Pi[:, :, None] * (np.eye(n_c)[None] - Pi[:, None, :])
     system = np.eye(n_c)[None] + B @ G
-    step = np.linalg.solve(system, ((Pi - pseudo) / g)[:, :, None])[..., 0]
-    K = np.linalg.solve(system, B) / g**2
+    solved = np.linalg.solve(system, np.concatenate([B, (Pi - pseudo)[:, :, None]], axis=2))
+    K = solved[:, :, :n_c] / g**2
+    step = solved[:, :, n_c] / g
     return _CETerms(D=D, K=K, step=step, pseudo=labels)
 
 
@@ -161,7 +161,7 @@ def model_change(view: PosteriorView, nodes):
     for chunk in _chunks(nodes):
         if view.loss == "ce":
             t = _ce_terms(view, chunk)
-            value = np.linalg.norm(np.einsum("kpc,kc->kp", t.D, t.step), axis=1)
+            value = np.linalg.norm((t.D @ t.step[:, :, None])[..., 0], axis=1)
         else:
             t = _rank_one_terms(view, chunk)
             grad_norm = np.abs(t.grad) if t.grad.ndim == 1 else np.linalg.norm(t.grad, axis=1)
@@ -180,7 +180,7 @@ def _covariance_drop(view: PosteriorView, nodes, direction):
         if view.loss == "ce":
             t = _ce_terms(view, chunk)
             if direction is None:
-                DtD = np.einsum("kpc,kph->kch", t.D, t.D)
+                DtD = np.swapaxes(t.D, 1, 2) @ t.D
                 value = np.einsum("kch,khc->k", t.K, DtD)
             else:
                 a = np.einsum("kpc,p->kc", t.D, np.tile(direction, view.n_classes))
