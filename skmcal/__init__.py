@@ -2,6 +2,7 @@
 
 from .classifier import SpectralGraphClassifier
 from .graph import GRAPH_CACHE, NodeSet, SpectralGraph, clear_graph_cache
+from .query import model_change, random_sampling, sopt, uncertainty, vopt
 
 __all__ = [
     "GRAPH_CACHE",
@@ -9,6 +10,11 @@ __all__ = [
     "SpectralGraph",
     "SpectralGraphClassifier",
     "clear_graph_cache",
+    "model_change",
+    "random_sampling",
+    "sopt",
+    "uncertainty",
+    "vopt",
 ]
 
 __version__ = "0.1.0"
