@@ -183,8 +183,14 @@ def _covariance_drop(view: PosteriorView, nodes, direction):
                 DtD = np.swapaxes(t.D, 1, 2) @ t.D
                 value = np.einsum("kch,khc->k", t.K, DtD)
             else:
-                a = np.einsum("kpc,p->kc", t.D, np.tile(direction, view.n_classes))
-                value = np.einsum("kc,kch,kh->k", a, t.K, a)
+                # Per-class survey risk sum_c 1'V C_cc V'1. (The joint direction
+                # 1 (x) V'1 shifts every class equally, along which the ce
+                # likelihood is flat: its drop is 0 for every candidate.)
+                M = direction.size
+                a = np.einsum(
+                    "kcmh,m->kch", t.D.reshape(-1, view.n_classes, M, view.n_classes), direction
+                )
+                value = np.einsum("kch,khg,kcg->k", a, t.K, a)
         else:
             t = _rank_one_terms(view, chunk)
             weight = t.curv / (1.0 + t.curv * t.s)
@@ -210,7 +216,9 @@ def sopt(view: PosteriorView, nodes):
     """Sigma-opt: drop in ``1' V C V' 1`` (the survey risk) per node.
 
     ``F' <V'1, C v_k>^2 / (1 + F' s_k)`` (MATH.md corrects the paper's
-    ``<1, C v_k>``).
+    ``<1, C v_k>``); for mgr, whose classes share ``C``, the same value. For
+    ce the survey risk is summed over the classes, ``sum_c 1'V C_cc V'1``:
+    the drop is ``sum_c a_c' K_k a_c`` with ``a_c = (C V_k')_c' V'1``.
     """
     return _covariance_drop(view, nodes, view.column_sums())
 

@@ -256,6 +256,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
+        loss = LOSSES.get(self.loss) if isinstance(self.loss, str) else None
+        tags.classifier_tags.multi_class = loss is None or loss.multiclass
         return tags
 
     # ------------------------------------------------------------------ fit
@@ -264,14 +266,15 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"A graph needs at least 2 nodes; got n_nodes={n_nodes}.")
         n_neighbors, scale_neighbor, n_eigs = self.n_neighbors, self.scale_neighbor, self.n_eigs
         if self.kernel != "precomputed" and max(n_neighbors, scale_neighbor) >= n_nodes:
+            n_neighbors = min(n_neighbors, n_nodes - 1)
+            scale_neighbor = min(scale_neighbor, n_nodes - 1)
             warnings.warn(
-                f"n_neighbors={n_neighbors} and scale_neighbor={scale_neighbor} must "
-                f"be < n_nodes={n_nodes}; both are clipped to {n_nodes - 1}.",
+                f"n_neighbors={self.n_neighbors} and scale_neighbor={self.scale_neighbor} "
+                f"must be < n_nodes={n_nodes}; using n_neighbors={n_neighbors} and "
+                f"scale_neighbor={scale_neighbor}.",
                 UserWarning,
                 stacklevel=3,
             )
-            n_neighbors = min(n_neighbors, n_nodes - 1)
-            scale_neighbor = min(scale_neighbor, n_nodes - 1)
         if n_eigs > n_nodes:
             warnings.warn(
                 f"n_eigs={n_eigs} exceeds n_nodes={n_nodes}; all {n_nodes} "
@@ -327,8 +330,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        check_classification_targets(y)
         labeled = ~_unlabeled_mask(y)
+        check_classification_targets(y[labeled])
         if not labeled.any():
             raise ValueError(
                 "No labeled row: every entry of y is -1, the unlabeled marker. "
@@ -338,13 +341,14 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         loss = LOSSES[self.loss]
         if classes.size < 2:
             raise ValueError(
-                f"The labeled rows hold a single class ({classes[0]!r}); "
+                f"The labeled rows hold one class only ({classes[0]!r}); "
                 f"a classifier needs labels of at least two classes."
             )
         if not loss.multiclass and classes.size > 2:
             raise ValueError(
-                f"loss={self.loss!r} is binary, but y has {classes.size} classes "
-                f"{classes.tolist()}; use loss='mgr' or loss='ce' for multiclass data."
+                f"Only binary classification is supported by loss={self.loss!r}, but "
+                f"y has {classes.size} classes {classes.tolist()}; use loss='mgr' or "
+                f"loss='ce' for multiclass data."
             )
         nodes, node_index = self._resolve_nodes(X)
         params = self._graph_params(nodes.n_nodes)
@@ -361,7 +365,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         codes = np.searchsorted(classes, y[labeled])
         targets = np.eye(classes.size)[codes] if loss.multiclass else 2.0 * codes - 1.0
         coef_init = None
-        signature = (id(graph), self.loss, tuple(classes.tolist()))
+        # Warm start only where the previous fit used the same graph content.
+        signature = (graph.params.key(nodes.digest), self.loss, tuple(classes.tolist()))
         if self.warm_start and getattr(self, "_fit_signature", None) == signature:
             coef_init = self.coef_
         posterior = fit_posterior(

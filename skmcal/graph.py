@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 import joblib
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import eigh
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import eigsh
 from sklearn.base import clone
@@ -27,7 +26,7 @@ from sklearn.utils import check_array, check_random_state
 
 #: Above this many nodes the spectrum is computed by ARPACK (eigsh); at or
 #: below it, or when ``n_eigs`` is a third of the nodes or more, by dense ``eigh``.
-DENSE_EIGEN_MAX_NODES = 1500
+DENSE_EIGEN_MAX_NODES = 1000
 
 #: Largest acceptable residual ``||A v - mu v||`` of a computed eigenpair.
 EIGEN_RESIDUAL_TOL = 1e-6
@@ -425,8 +424,10 @@ def _kernel_weights(params: GraphParams, dist, ind, node_scales, own_scales):
         return np.clip(1.0 - dist[:, :k], 0.0, None)
     if own_scales is None:
         own_scales = _local_scales(params, dist)
-    denom = params.scale_factor * own_scales[:, None] * node_scales[ind[:, :k]]
-    return np.exp(-(dist[:, :k] ** 2) / denom)
+    # (d / sigma_i) (d / sigma_j) / s rather than d^2 / (s sigma_i sigma_j): no
+    # overflow of d^2 for far-away points.
+    d = dist[:, :k]
+    return np.exp(-(d / own_scales[:, None]) * (d / node_scales[ind[:, :k]]) / params.scale_factor)
 
 
 def _affinity(params: GraphParams, data):
@@ -476,7 +477,9 @@ def laplacian_spectrum(W, n_eigs, random_state=None):
     A = sp.diags(s) @ W @ sp.diags(s)
     A = ((A + A.T) * 0.5).tocsr()
     if n <= DENSE_EIGEN_MAX_NODES or 3 * n_eigs >= n:
-        mu, V = eigh(A.toarray(), subset_by_index=[n - n_eigs, n - 1])
+        # numpy's eigh, not scipy's: see the note on OpenBLAS in posterior.py.
+        mu, V = np.linalg.eigh(A.toarray())
+        mu, V = mu[n - n_eigs :], V[:, n - n_eigs :]
     else:
         rng = check_random_state(random_state)
         v0 = rng.uniform(-1.0, 1.0, size=n) if random_state is not None else None

@@ -29,8 +29,7 @@ import pytest
 from scipy.stats import norm
 from sklearn.base import clone
 
-from skmcal import SpectralGraphClassifier
-from skmcal import acquisition
+from skmcal import SpectralGraphClassifier, acquisition
 from skmcal.acquisition import PosteriorView, look_ahead
 
 BINARY = ("gr", "logistic", "probit")
@@ -57,7 +56,7 @@ def _blobs(n_classes, seed=0):
     return X, y
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _fitted(loss, setting):
     X, y = _blobs(2 if loss in BINARY else 3)
     clf = SpectralGraphClassifier(loss, n_eigs=N_EIGS, **SETTINGS[setting])
@@ -227,6 +226,16 @@ class BruteForce:
         C, C_plus = self.covariance(), self.look_ahead(k)[1]
         return ones @ W @ C @ W.T @ ones - ones @ W @ C_plus @ W.T @ ones
 
+    def sopt_per_class(self, k):
+        """Drop of sum_c 1' V C_cc V' 1 (ce: the survey risk of each class's latent field)."""
+        C, C_plus = self.covariance(), self.look_ahead(k)[1]
+        ones, M = np.ones(self.N), self.M
+        total = 0.0
+        for c in range(self.n_classes):
+            block = slice(c * M, (c + 1) * M)
+            total += ones @ self.V @ (C - C_plus)[block, block] @ self.V.T @ ones
+        return total
+
 
 def _assert_close(actual, expected, rtol=RTOL):
     """Relative agreement, with an absolute floor at rtol * the largest value."""
@@ -338,33 +347,33 @@ def test_sopt_matches_survey_risk_drop_of_recomputed_covariance(loss, setting):
 
 
 @pytest.mark.parametrize("setting", list(SETTINGS))
-def test_ce_sopt_matches_survey_risk_drop_of_recomputed_covariance(setting):
-    """ce, with W = I (x) V and the ones vector of length N n_c (the brief's definition).
+def test_ce_joint_survey_risk_drop_is_identically_zero(setting):
+    """Why ce Sigma-opt sums the survey risk per class.
 
-    W'1 = 1 (x) V'1 is a class-shift direction, along which the ce likelihood
-    is flat: C W'1 = 1 (x) Lambda^-1 V'1 and B_k 1 = 0, so the drop is exactly
-    0 for every candidate; only round-off of the survey risk itself remains.
+    With W = I (x) V and the ones vector of length N n_c, W'1 = 1 (x) V'1 is a
+    class-shift direction, along which the ce likelihood is flat: C W'1 =
+    1 (x) Lambda^-1 V'1 and B_k 1 = 0, so the drop is 0 for every candidate.
     """
     clf, bf, view = _setup("ce", setting)
-    nodes = bf.unlabeled
     W = bf.W
     ones = np.ones(W.shape[0])
     risk = ones @ W @ bf.covariance() @ W.T @ ones
-    expected = np.array([bf.sopt(k) for k in nodes])
+    expected = np.array([bf.sopt(k) for k in bf.unlabeled])
     np.testing.assert_allclose(expected, 0.0, atol=1e-11 * risk)
-    np.testing.assert_allclose(acquisition.sopt(view, nodes), expected, atol=1e-11 * risk)
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_ce_sopt_matches_per_class_survey_risk_drop(setting):
+    clf, bf, view = _setup("ce", setting)
+    nodes = bf.unlabeled
+    expected = np.array([bf.sopt_per_class(k) for k in nodes])
+    assert np.all(expected > 0)
+    _assert_close(acquisition.sopt(view, nodes), expected)
 
 
 @pytest.mark.parametrize("setting", list(SETTINGS))
 def test_ce_sopt_is_informative(setting):
-    """BUG (reported): ce Sigma-opt scores are round-off noise, so query.sopt picks at random.
-
-    Every label lowers the posterior variance of the latent field, so a
-    survey-risk drop should be positive and of the size of the V-opt drop.
-    With the ones vector of length N n_c the ce drop is identically zero (see
-    above); a per-class survey risk, sum_c 1' V C_cc V' 1 (which for mgr is
-    n_c times the value skmcal uses), is not.
-    """
+    """Every label lowers the posterior variance: Sigma-opt scores are positive."""
     clf, bf, view = _setup("ce", setting)
     nodes = bf.unlabeled
     scores = acquisition.sopt(view, nodes)

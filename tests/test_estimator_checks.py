@@ -10,7 +10,9 @@ fails because of something skmcal should change is *not* listed: it fails
 until skmcal is fixed.
 """
 
+import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from threadpoolctl import threadpool_limits
 
 from skmcal import SpectralGraphClassifier
 
@@ -34,6 +36,14 @@ ESTIMATORS = [
     SpectralGraphClassifier(loss="ce"),
     SpectralGraphClassifier(loss="probit"),
 ]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _single_blas_thread():
+    """One BLAS thread: the matrices here are tiny, and on a busy machine
+    OpenBLAS threads spinning on them make the suite many times slower."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 def expected_failed_checks(estimator):
