@@ -38,6 +38,27 @@ def _mills_ratio_inverse(z):
     return out
 
 
+#: Below this z, ``r (r + z)`` cancels; the asymptotic series is used instead.
+_PROBIT_TAIL = -50.0
+
+
+def _probit_curvature(z, r):
+    """``r (r + z)`` with ``r = phi(z) / Phi(z)``: the probit curvature at ``gamma = 1``.
+
+    For ``z < -50`` the difference ``r + z`` cancels, so the asymptotic
+    series of the Mills ratio is used: with ``w = 1/z^2`` and
+    ``p = 1 - 3w + 15w^2 - 105w^3 + 945w^4``, ``r (r + z) = p / (1 - w p)^2``
+    (truncation error below 1e-16 there).
+    """
+    out = r * (r + z)
+    tail = z < _PROBIT_TAIL
+    if np.any(tail):
+        w = 1.0 / z[tail] ** 2
+        p = 1.0 - w * (3.0 - w * (15.0 - w * (105.0 - 945.0 * w)))
+        out[tail] = p / (1.0 - w * p) ** 2
+    return out
+
+
 class BinaryLoss:
     """A binary likelihood ``l(x, y)`` with ``y`` in {-1, +1}.
 
@@ -110,8 +131,7 @@ class ProbitLoss(BinaryLoss):
         z = np.asarray(u * y / gamma, dtype=float)
         r = _mills_ratio_inverse(z)
         first = -(y / gamma) * r
-        second = r * (r + z) / gamma**2
-        return first, second
+        return first, _probit_curvature(z, r) / gamma**2
 
     def proba_positive(self, u, gamma):
         return ndtr(np.asarray(u, dtype=float) / gamma)

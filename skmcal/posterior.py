@@ -30,6 +30,7 @@ from .losses import BinaryLoss, CrossEntropyLoss, MulticlassLoss
 
 _ARMIJO = 1e-4
 _MIN_STEP = 2.0**-40
+_ROUNDOFF = 16 * np.finfo(float).eps
 
 
 @dataclass
@@ -78,18 +79,36 @@ def _gaussian_map(prior, P, targets, gamma):
     return LaplacePosterior(coef=coef, cov=cov, hessian=H, n_iter=0, converged=True)
 
 
-def _binary_problem(loss: BinaryLoss, prior, P, y, gamma):
-    def objective(alpha):
-        return 0.5 * np.dot(prior * alpha, alpha) + loss.value(P @ alpha, y, gamma).sum()
+class _BinaryProblem:
+    """Objective, derivatives and linear algebra of a binary loss in ``alpha``."""
 
-    def gradient_hessian(alpha):
-        first, second = loss.derivatives(P @ alpha, y, gamma)
-        grad = prior * alpha + P.T @ first
-        H = (P.T * second) @ P
-        H[np.diag_indices_from(H)] += prior
+    def __init__(self, loss: BinaryLoss, prior, P, y, gamma):
+        self.loss, self.prior, self.P, self.y, self.gamma = loss, prior, P, y, gamma
+
+    def start(self, coef_init):
+        if coef_init is None:
+            return np.zeros(self.prior.size)
+        return np.asarray(coef_init, dtype=float).copy()
+
+    def coef(self, x):
+        return x
+
+    def objective(self, alpha):
+        value = self.loss.value(self.P @ alpha, self.y, self.gamma).sum()
+        return 0.5 * np.dot(self.prior * alpha, alpha) + value
+
+    def gradient_hessian(self, alpha):
+        first, second = self.loss.derivatives(self.P @ alpha, self.y, self.gamma)
+        grad = self.prior * alpha + self.P.T @ first
+        H = (self.P.T * second) @ self.P
+        H[np.diag_indices_from(H)] += self.prior
         return grad, H
 
-    return objective, gradient_hessian
+    def newton_step(self, H, grad):
+        return _solve(H, -grad)
+
+    def covariance(self, H):
+        return _spd_inverse(H)
 
 
 def ce_hessian(prior, P, Pi, gamma):
@@ -110,53 +129,105 @@ def ce_hessian(prior, P, Pi, gamma):
     return H
 
 
-def _ce_problem(loss: CrossEntropyLoss, prior, P, Y, gamma):
-    n_classes = Y.shape[1]
-    M = P.shape[1]
+class _CrossEntropyProblem(_BinaryProblem):
+    """The ce objective in class-major ``a = vec(A)`` (index ``c * M + i``).
 
-    def unvec(a):
-        return a.reshape(n_classes, M).T
+    Shifting coefficient ``i`` of every class by the same amount leaves the
+    likelihood unchanged (``B_j 1 = 0``), so along these "shift" directions
+    ``q_i = (1 (x) e_i) / sqrt(n_c)`` only the prior curves the objective:
+    ``H q_i = (lambda_i + tau^2) q_i``, and the MAP has zero class mean. The
+    iterates are kept at zero class mean, and the Newton system is solved
+    with ``H + s P_shift`` (``s = 1/gamma^2``), which has the same solution on
+    that subspace but no ill-conditioning when ``gamma`` is small; the
+    covariance adds the shift part back exactly:
+    ``H^-1 = (H + s P_shift)^-1 + sum_i (1/Lambda_i - 1/(Lambda_i + s)) q_i q_i'``.
+    """
 
-    def objective(a):
-        A = unvec(a)
-        return 0.5 * np.sum(prior[:, None] * A * A) + loss.value(P @ A, Y, gamma).sum()
+    def __init__(self, loss: CrossEntropyLoss, prior, P, Y, gamma):
+        super().__init__(loss, prior, P, Y, gamma)
+        self.n_classes, self.M = Y.shape[1], P.shape[1]
+        self.shift = 1.0 / gamma**2
+        self.shift_projector = np.kron(
+            np.full((self.n_classes, self.n_classes), 1.0 / self.n_classes), np.eye(self.M)
+        )
 
-    def gradient_hessian(a):
-        A = unvec(a)
-        G, Pi = loss.derivatives(P @ A, Y, gamma)
-        grad = prior[:, None] * A + P.T @ G
-        return grad.T.ravel(), ce_hessian(prior, P, Pi, gamma)
+    def _center(self, a):
+        A = a.reshape(self.n_classes, self.M)
+        return (A - A.mean(axis=0)).ravel()
 
-    return objective, gradient_hessian, unvec
+    def start(self, coef_init):
+        if coef_init is None:
+            return np.zeros(self.prior.size * self.n_classes)
+        return self._center(np.asarray(coef_init, dtype=float).T.ravel())
+
+    def coef(self, x):
+        return x.reshape(self.n_classes, self.M).T
+
+    def objective(self, a):
+        A = self.coef(a)
+        value = self.loss.value(self.P @ A, self.y, self.gamma).sum()
+        return 0.5 * np.sum(self.prior[:, None] * A * A) + value
+
+    def gradient_hessian(self, a):
+        A = self.coef(a)
+        G, Pi = self.loss.derivatives(self.P @ A, self.y, self.gamma)
+        grad = self.prior[:, None] * A + self.P.T @ G
+        return grad.T.ravel(), ce_hessian(self.prior, self.P, Pi, self.gamma)
+
+    def newton_step(self, H, grad):
+        step = _solve(H + self.shift * self.shift_projector, -self._center(grad))
+        return self._center(step)
+
+    def covariance(self, H):
+        shifted = _spd_inverse(H + self.shift * self.shift_projector)
+        correction = 1.0 / self.prior - 1.0 / (self.prior + self.shift)
+        return shifted + np.kron(
+            np.full((self.n_classes, self.n_classes), 1.0 / self.n_classes), np.diag(correction)
+        )
 
 
-def _newton(objective, gradient_hessian, x0, max_iter, tol):
+def _solve(H, rhs):
+    try:
+        return np.linalg.solve(H, rhs)
+    except np.linalg.LinAlgError as exc:
+        raise ValueError(
+            "The Hessian of the objective is numerically singular: gamma is too "
+            "small relative to tau (the loss curvature 1/gamma^2 swamps the prior "
+            "tau^2 in floating point). Increase gamma or tau."
+        ) from exc
+
+
+def _newton(problem, x0, max_iter, tol):
     """Damped Newton's method for a smooth strictly convex objective.
 
-    Stops when the Newton step is at most ``tol * (1 + max|x|)`` in every
-    coordinate; the returned Hessian is evaluated at the returned point.
+    Converged when the Newton step is at most ``tol * (1 + max|x|)`` in every
+    coordinate (the step is then taken). Backtracking (Armijo) never accepts
+    an increase of the objective beyond round-off; if no decrease can be
+    found the iteration stops unconverged. The returned Hessian is evaluated
+    at the returned point.
     """
     x = np.array(x0, dtype=float)
-    f = objective(x)
+    f = problem.objective(x)
     for it in range(1, max_iter + 1):
-        grad, H = gradient_hessian(x)
-        step = -np.linalg.solve(H, grad)
+        grad, H = problem.gradient_hessian(x)
+        step = problem.newton_step(H, grad)
         if np.max(np.abs(step)) <= tol * (1.0 + np.max(np.abs(x))):
             x = x + step
-            grad, H = gradient_hessian(x)
+            _, H = problem.gradient_hessian(x)
             return x, H, it, True
         decrement = -np.dot(grad, step)
+        roundoff = _ROUNDOFF * (1.0 + abs(f))
         t = 1.0
         while True:
             x_new = x + t * step
-            f_new = objective(x_new)
-            if f_new <= f - _ARMIJO * t * decrement or t < _MIN_STEP:
+            f_new = problem.objective(x_new)
+            if f_new <= f - _ARMIJO * t * decrement or abs(f_new - f) <= roundoff:
                 break
-            if abs(f_new - f) <= 1e-15 * (1.0 + abs(f)):
-                break  # the change is at round-off level: accept the step
             t *= 0.5
+            if t < _MIN_STEP:
+                return x, H, it, False
         x, f = x_new, f_new
-    _, H = gradient_hessian(x)
+    _, H = problem.gradient_hessian(x)
     return x, H, max_iter, False
 
 
@@ -191,14 +262,13 @@ def fit_posterior(loss, prior, P, targets, gamma, *, coef_init=None, max_iter=10
     if loss.closed_form:
         return _gaussian_map(prior, P, targets, gamma)
     if isinstance(loss, MulticlassLoss):
-        objective, gradient_hessian, unvec = _ce_problem(loss, prior, P, targets, gamma)
-        n_params = prior.size * targets.shape[1]
-        x0 = np.zeros(n_params) if coef_init is None else np.asarray(coef_init).T.ravel()
+        problem = _CrossEntropyProblem(loss, prior, P, targets, gamma)
     else:
-        objective, gradient_hessian = _binary_problem(loss, prior, P, targets, gamma)
-        unvec = None
-        x0 = np.zeros(prior.size) if coef_init is None else np.asarray(coef_init, dtype=float)
-    x, H, n_iter, converged = _newton(objective, gradient_hessian, x0, max_iter, tol)
+        problem = _BinaryProblem(loss, prior, P, targets, gamma)
+    x0 = problem.start(coef_init)
+    if coef_init is not None and not problem.objective(x0) <= problem.objective(0.0 * x0):
+        x0 = 0.0 * x0  # a warm start worse than the prior mean: start cold
+    x, H, n_iter, converged = _newton(problem, x0, max_iter, tol)
     if not converged:
         warnings.warn(
             f"Newton's method for the {loss.name!r} loss did not converge in "
@@ -206,7 +276,10 @@ def fit_posterior(loss, prior, P, targets, gamma, *, coef_init=None, max_iter=10
             ConvergenceWarning,
             stacklevel=3,
         )
-    coef = x if unvec is None else unvec(x)
     return LaplacePosterior(
-        coef=coef, cov=_spd_inverse(H), hessian=H, n_iter=n_iter, converged=converged
+        coef=problem.coef(x),
+        cov=problem.covariance(H),
+        hessian=H,
+        n_iter=n_iter,
+        converged=converged,
     )

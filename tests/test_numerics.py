@@ -126,7 +126,8 @@ class Objective:
             return prior_term + _binary_value(self.loss, U, self.T, g).sum()
         if self.loss == "mgr":
             return prior_term + np.sum((U - self.T) ** 2) / (2 * g**2)
-        lse = np.log(np.exp(U / g).sum(axis=1))
+        top = U.max(axis=1)
+        lse = top / g + np.log(np.exp((U - top[:, None]) / g).sum(axis=1))
         return prior_term + np.sum(lse - (self.T * U).sum(axis=1) / g)
 
     def gradient(self, a):
@@ -368,6 +369,29 @@ def test_probit_asymptotics(gamma):
         assert np.all(np.abs(second[pos]) <= 1e-300)
 
 
+@pytest.mark.parametrize("gamma", [0.5, 1e-6])
+def test_probit_curvature_far_in_the_tail(gamma):
+    """F' stays in (0, 1/g^2] and accurate for u * y / gamma of -1e5 ... -1e12.
+
+    Probit is log-concave with curvature below 1/g^2 everywhere; far in the
+    tail F' = (1 - 1/s^2 + ...) / g^2. The reference is the asymptotic series,
+    exact in double precision for |s| >= 1e5.
+    """
+    loss = LOSSES["probit"]
+    s = -np.array([1e5, 1e6, 1e7, 3e7, 1e8, 3e8, 1e9, 1e10, 1e12])
+    for y in (-1.0, 1.0):
+        u = s * gamma * y
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            first, second = loss.derivatives(u, y, gamma)
+        S, a = _probit_tail_series(s)
+        assert np.all(np.isfinite(second))
+        assert np.all(second > 0)
+        assert np.all(second * gamma**2 <= 1.0)
+        np.testing.assert_allclose(second, s**2 * a / S**2 / gamma**2, rtol=1e-9)
+        np.testing.assert_allclose(first, (y / gamma) * s / S, rtol=1e-12)
+
+
 @pytest.mark.parametrize("gamma", [0.5, 2.0])
 def test_gr_finite_at_extreme_latents(gamma):
     loss = LOSSES["gr"]
@@ -464,6 +488,14 @@ def test_map_is_a_minimum(loss, setting):
         assert increase > 0
         # second order: the increase is the quadratic form of the Hessian
         assert increase == pytest.approx(0.5 * delta @ H @ delta, rel=1e-2)
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_ce_map_has_zero_class_sum(setting):
+    """The ce likelihood ignores a common shift of all classes, the prior does not:
+    at the MAP the coefficients sum to zero over the classes."""
+    clf, _, _ = _fitted("ce", setting)
+    np.testing.assert_allclose(clf.coef_.sum(axis=1), 0.0, atol=1e-10 * np.abs(clf.coef_).max())
 
 
 @pytest.mark.parametrize("setting", list(SETTINGS))
@@ -650,14 +682,15 @@ def test_predict_is_argmax_of_proba_and_sign_of_decision(loss, n_classes):
     np.testing.assert_array_equal(pred[: X.shape[0]][y != -1], y[y != -1])
 
 
+@pytest.mark.parametrize("gamma", [1e-3, 1e-4])
 @pytest.mark.parametrize("loss", ALL_LOSSES)
-def test_tiny_gamma_fit_is_finite(loss):
-    """|u| / gamma in the hundreds at the MAP: no overflow, no warning, still a stationary point."""
+def test_tiny_gamma_fit_converges_to_a_finite_stationary_point(loss, gamma):
+    """Small gamma: |u| / gamma in the tens to thousands. No overflow, no warning, converged."""
     n_classes = 2 if loss in BINARY else 3
     X, y, _ = _blobs(n_classes)
-    clf = SpectralGraphClassifier(loss, n_eigs=N_EIGS, gamma=1e-3, cache=False)
+    clf = SpectralGraphClassifier(loss, n_eigs=N_EIGS, gamma=gamma, cache=False)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.simplefilter("error")  # a ConvergenceWarning fails the test too
         clf.fit(X, y)
         proba = clf.predict_proba(_eval_points(X))
         cov = clf.posterior_cov()
@@ -666,9 +699,42 @@ def test_tiny_gamma_fit_is_finite(loss):
         assert np.all(np.isfinite(arr))
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
     np.testing.assert_array_equal(clf.predict(X[y != -1]), y[y != -1])
+    # stationary: the Newton step of the hand objective is negligible (scale-free,
+    # unlike the gradient, whose terms are O(1/gamma^2) and cancel)
+    J = Objective(clf, y)
+    a = J.vec(clf.coef_)
+    step = np.linalg.solve(J.hessian(a), J.gradient(a))
+    assert np.abs(step).max() <= 1e-6 * np.abs(a).max()
 
 
 # ================================================================ 7. warm start
+@pytest.mark.parametrize(("loss", "small_gamma"), [("logistic", 1e-6), ("probit", 1e-8)])
+def test_warm_start_after_a_change_of_gamma_reaches_the_cold_map(loss, small_gamma):
+    """The optimum is unique: a warm start far from it must still reach it.
+
+    After a fit at gamma=0.5, the latent values are O(1); at gamma=small_gamma a
+    new label against its cluster starts Newton with u * y / gamma of about -1e6
+    (logistic) or -1e8 (probit).
+    """
+    X, y, y_true = _blobs(2)
+    y_new = y.copy()
+    against = np.flatnonzero((y == -1) & (y_true == CLASS_LABELS[2]))[0]
+    y_new[against] = CLASS_LABELS[0]
+    warm = SpectralGraphClassifier(loss, n_eigs=N_EIGS, gamma=0.5, warm_start=True)
+    warm.fit(X, y)
+    assert warm.decision_function(X[[against]])[0] > 0.1  # confidently the other class
+    warm.set_params(gamma=small_gamma)
+    cold = SpectralGraphClassifier(loss, n_eigs=N_EIGS, gamma=small_gamma).fit(X, y_new)
+    assert cold.posterior_.converged
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warm.fit(X, y_new)
+    assert warm.posterior_.converged
+    scale = np.abs(cold.coef_).max()
+    np.testing.assert_allclose(warm.coef_, cold.coef_, rtol=0, atol=1e-8 * scale)
+
+
+
 @pytest.mark.parametrize("loss", ALL_LOSSES)
 def test_warm_start_reaches_the_same_map_in_no_more_iterations(loss):
     clear_graph_cache()
