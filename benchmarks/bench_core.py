@@ -124,9 +124,40 @@ class Contention:
         wall = max(now() - self.t0, 1e-9)
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         self.self_cpu_s = s1 - self.s0
-        self.other_cores = max(0.0, ((b1 - self.b0) - self.self_cpu_s)) / wall
+        # /proc/stat ticks are 10 ms: meaningless for blocks much shorter than a second
+        self.other_cores = (max(0.0, ((b1 - self.b0) - self.self_cpu_s)) / wall
+                            if wall >= 0.5 else float("nan"))
         self.other_frac = self.other_cores / cores
         return False
+
+
+def wait_for_quiet(max_wait_s: float, threshold_cores: float = 0.25, window_s: float = 2.0):
+    """Wait (at most ``max_wait_s``) until other processes use < threshold cores.
+
+    Returns ``(seconds waited, other-process cores in the last window)``.
+    """
+    t0 = now()
+    level = float("nan")
+    while True:
+        with Contention() as c:
+            time.sleep(window_s)
+        level = c.other_cores
+        if level < threshold_cores or now() - t0 >= max_wait_s:
+            return now() - t0, level
+
+
+QUIET = {"max_wait_s": 0.0, "log": []}
+
+
+def quiet(label: str) -> None:
+    """Wait for a quiet machine before a measurement (see --wait-idle)."""
+    if QUIET["max_wait_s"] <= 0:
+        return
+    waited, level = wait_for_quiet(QUIET["max_wait_s"])
+    QUIET["log"].append({"before": label, "waited_s": waited, "other_cores_last_window": level})
+    if waited > 2.5:
+        log(f"  waited {waited:.0f} s for a quiet machine before {label} "
+            f"(other processes now {level:.2f} cores)")
 
 
 def log(msg: str) -> None:
@@ -167,7 +198,7 @@ class Phase:
             entry["tracemalloc_peak_mib"] = (peak - self._base) / 2**20
         self.store[self.name] = entry
         log(f"  {self.name}: {dt:.3f} s (max RSS {entry['max_rss_mib_after']:.0f} MiB, "
-            f"other processes used {entry['other_processes_cores']:.2f} cores"
+            f"other processes used {_fc(entry['other_processes_cores'])} cores"
             + (f", tracemalloc peak +{entry['tracemalloc_peak_mib']:.0f} MiB"
                if "tracemalloc_peak_mib" in entry else "") + ")")
         return False
@@ -182,7 +213,7 @@ def instrument(module, names):
     no file is changed. Missing names are skipped.
     """
     totals = {name: 0.0 for name in names}
-    calls = {name: 0 for name in names}
+    calls = {name: [] for name in names}  # per-call wall times
     originals = {}
     for name in names:
         fn = getattr(module, name, None)
@@ -195,8 +226,9 @@ def instrument(module, names):
             try:
                 return __fn(*args, **kwargs)
             finally:
-                totals[__name] += now() - t0
-                calls[__name] += 1
+                dt = now() - t0
+                totals[__name] += dt
+                calls[__name].append(dt)
 
         setattr(module, name, wrapper)
     try:
@@ -414,6 +446,7 @@ def bench_size(X_all, y_all, N, args, knn_kind, warmup) -> dict:
     log(f"N={N}: kNN={res['knn_detail']}, {lab.size} labels")
 
     # 1. phase run (traced) --------------------------------------------------
+    quiet(f"N={N} graph phases")
     info, W_main = graph_phases(X, params, "", ph, args.tracemalloc)
     res["graph_info"] = info
     a = ph["graph: kNN + weights (_affinity)"]
@@ -442,6 +475,7 @@ def bench_size(X_all, y_all, N, args, knn_kind, warmup) -> dict:
 
     # 2. cold fit: empty cache, NodeSet, one ce fit (untraced) ----------------
     skg.GRAPH_CACHE.clear()
+    quiet(f"N={N} cold fit")
     builds0 = skg.GRAPH_CACHE.builds
     _CURRENT_PHASE[0] = "cold fit"
     gc.collect()
@@ -480,58 +514,90 @@ def bench_size(X_all, y_all, N, args, knn_kind, warmup) -> dict:
         clf = SpectralGraphClassifier(loss=loss, nodes=nodes, **estimator_kwargs(neighbors))
         b0 = skg.GRAPH_CACHE.builds
         clf.fit(X_lab, y_fit)  # untimed first call (cache already holds the graph)
+        quiet(f"N={N} fit {loss}")
         with instrument(skc, ["fit_posterior"]) as (tot_c, calls_c), Contention() as cont:
             med, best, times = median_time(lambda: clf.fit(X_lab, y_fit), args.repeats)
+        st = None
+        if args.single_thread_fits:
+            from threadpoolctl import threadpool_limits
+
+            with threadpool_limits(limits=1, user_api="blas"), Contention() as cont1:
+                clf.fit(X_lab, y_fit)
+                st = median_time(lambda: clf.fit(X_lab, y_fit), args.repeats)
         acc = float(np.mean(clf.transduction_[unl] == y_ref[unl]))
         res["fits"][loss] = {
             "classes": int(np.unique(y_fit).size), "median_s": med, "min_s": best,
-            "times_s": times, "solver_median_s": tot_c["fit_posterior"] / max(1, calls_c[
-                "fit_posterior"]), "n_iter": int(clf.n_iter_),
+            "times_s": times, "solver_median_s": statistics.median(calls_c["fit_posterior"]),
+            "n_iter": int(clf.n_iter_),
             "accuracy_unlabeled": acc, "graph_builds": skg.GRAPH_CACHE.builds - b0,
             "max_rss_mib_after": rss_mib(), "other_processes_cores": cont.other_cores,
         }
-        log(f"  fit {loss}: median {med * 1e3:.1f} ms (min {best * 1e3:.1f}), "
+        if st is not None:
+            res["fits"][loss].update(blas1_median_s=st[0], blas1_min_s=st[1],
+                                     blas1_other_processes_cores=cont1.other_cores)
+        log(f"  fit {loss}: median {med * 1e3:.1f} ms (min {best * 1e3:.1f})"
+            + (f", 1 BLAS thread {st[0] * 1e3:.1f} ms" if st else "") + ", "
             f"n_iter={clf.n_iter_}, acc={acc:.3f}, builds={skg.GRAPH_CACHE.builds - b0}")
 
     # 4. GridSearchCV on the cached graph (warm) -------------------------------
     res["gridsearch"] = {}
     cv = StratifiedKFold(n_splits=3, shuffle=True, random_state=0)
+
+    def run_gs(nodeset, loss):
+        gs = GridSearchCV(
+            SpectralGraphClassifier(loss=loss, nodes=nodeset, **estimator_kwargs(neighbors)),
+            GRID, cv=cv, n_jobs=None, refit=True,
+        )
+        return gs.fit(X_lab, y_lab)
+
     for loss in ("ce", "mgr"):
         _CURRENT_PHASE[0] = f"GridSearchCV {loss}"
-
-        def run_gs(nodeset, loss=loss):
-            gs = GridSearchCV(
-                SpectralGraphClassifier(loss=loss, nodes=nodeset, **estimator_kwargs(neighbors)),
-                GRID, cv=cv, n_jobs=None, refit=True,
-            )
-            return gs.fit(X_lab, y_lab)
-
         b0 = skg.GRAPH_CACHE.builds
-        gs = run_gs(nodes)  # first call untimed
+        run_gs(nodes, loss)  # first call untimed
+        quiet(f"N={N} GridSearchCV {loss} warm")
+        gss = []
         with Contention() as cont:
-            med, best, times = median_time(lambda: run_gs(nodes), args.gs_repeats)
-        entry = {
+            med, best, times = median_time(lambda: gss.append(run_gs(nodes, loss)),
+                                           args.gs_repeats)
+        gs = gss[-1]
+        cvr = gs.cv_results_
+        n_splits = cv.get_n_splits()
+        res["gridsearch"][loss] = {
             "median_s": med, "min_s": best, "times_s": times,
-            "n_fits": len(gs.cv_results_["params"]) * cv.get_n_splits() + 1,
+            "n_fits": len(cvr["params"]) * n_splits + 1,
+            # from the last timed run: time inside estimator.fit / scoring (sklearn's clock)
+            "sum_fit_s": float(np.sum(cvr["mean_fit_time"]) * n_splits + gs.refit_time_),
+            "sum_score_s": float(np.sum(cvr["mean_score_time"]) * n_splits),
+            "fit_time_by_params_ms": {
+                f"tau={p['tau']},gamma={p['gamma']}": round(1e3 * t, 1)
+                for p, t in zip(cvr["params"], cvr["mean_fit_time"])},
             "best_params": gs.best_params_, "best_cv_score": float(gs.best_score_),
             "graph_builds_warm": skg.GRAPH_CACHE.builds - b0,
             "max_rss_mib_after": rss_mib(), "other_processes_cores": cont.other_cores,
         }
-        # cold: empty cache, fresh NodeSet, one GridSearchCV (ce only: it is the target)
-        if loss == "ce" and not args.skip_gs_cold:
-            skg.GRAPH_CACHE.clear()
-            gc.collect()
-            b0 = skg.GRAPH_CACHE.builds
-            with Contention() as cont:
-                t0 = now()
-                run_gs(NodeSet(X))
-                entry["cold_s"] = now() - t0
-            entry["other_processes_cores_cold"] = cont.other_cores
-            entry["graph_builds_cold"] = skg.GRAPH_CACHE.builds - b0
-            entry["max_rss_mib_after_cold"] = rss_mib()
-        res["gridsearch"][loss] = entry
-        log(f"  GridSearchCV {loss}: warm median {med:.3f} s"
-            + (f", cold {entry['cold_s']:.2f} s" if "cold_s" in entry else ""))
+        log(f"  GridSearchCV {loss}: warm median {med:.3f} s (sum of fits "
+            f"{res['gridsearch'][loss]['sum_fit_s']:.2f} s, scoring "
+            f"{res['gridsearch'][loss]['sum_score_s']:.2f} s)")
+        del gss, gs
+
+    # 5. GridSearchCV from an empty cache (ce): NodeSet + 1 graph build + 28 fits
+    if not args.skip_gs_cold:
+        _CURRENT_PHASE[0] = "GridSearchCV ce cold"
+        del clf, nodes  # drop the warm graph so that only one graph is alive
+        skg.GRAPH_CACHE.clear()
+        gc.collect()
+        quiet(f"N={N} GridSearchCV ce cold")
+        entry = res["gridsearch"]["ce"]
+        b0 = skg.GRAPH_CACHE.builds
+        with Contention() as cont:
+            t0 = now()
+            run_gs(NodeSet(X), "ce")
+            entry["cold_s"] = now() - t0
+        entry["other_processes_cores_cold"] = cont.other_cores
+        entry["graph_builds_cold"] = skg.GRAPH_CACHE.builds - b0
+        entry["max_rss_mib_after_cold"] = rss_mib()
+        log(f"  GridSearchCV ce cold: {entry['cold_s']:.2f} s, "
+            f"{entry['graph_builds_cold']} graph build(s)")
     skg.GRAPH_CACHE.clear()
     gc.collect()
     return res
@@ -542,6 +608,11 @@ def _fmt_s(v):
     if v is None:
         return "–"
     return f"{v * 1e3:.1f} ms" if v < 1.0 else f"{v:.2f} s"
+
+
+def _fc(v):
+    """Other-process cores, or a dash where the block was too short to tell."""
+    return "–" if v is None or v != v else f"{v:.2f}"
 
 
 def _status(ok):
@@ -568,6 +639,13 @@ def render(meta: dict, results: list[dict], args) -> str:
     lines.append(f"- thread pools: {'; '.join(meta.get('threadpools') or [])}")
     lines.append(f"- load average (1/5/15 min) at start: {meta.get('loadavg_start')}, at end: "
                  f"{meta.get('loadavg_end')} (other processes on the machine share the cores)")
+    wl = meta.get("wait_idle", {}).get("log", [])
+    lines.append(
+        f"- BLAS thread limit: {meta.get('blas_threads_limit') or 'none (library default)'}; "
+        f"waited for a quiet machine (< 0.25 cores used by others, up to "
+        f"{meta.get('wait_idle', {}).get('max_wait_s', 0):.0f} s) before each measurement: "
+        f"{sum(w['waited_s'] for w in wl):.0f} s in total, "
+        f"{sum(w['other_cores_last_window'] >= 0.25 for w in wl)} of {len(wl)} waits timed out")
     lines.append(
         f"- model: gaussian kernel, n_neighbors=10, scale_neighbor=5, scale_factor=3, "
         f"M={N_EIGS}, random_state=0; {LABELS_PER_CLASS} labels/class "
@@ -634,6 +712,12 @@ def render(meta: dict, results: list[dict], args) -> str:
                 " / ".join(_status(o) for o in oks))
         else:
             row(f"fit {loss} (warm, cached graph)", vals)
+    if all("blas1_median_s" in r["fits"]["ce"] for r in results):
+        oks = [r["fits"]["ce"]["blas1_median_s"] * 1e3 <= TARGET_CE_FIT_MS for r in results]
+        row("fit ce with BLAS limited to 1 thread (threadpoolctl; not the default)",
+            [f"{_fmt_s(r['fits']['ce']['blas1_median_s'])} "
+             f"(min {_fmt_s(r['fits']['ce']['blas1_min_s'])})" for r in results],
+            f"≤ {TARGET_CE_FIT_MS:.0f} ms", " / ".join(_status(o) for o in oks))
     g = [r["gridsearch"]["ce"] for r in results]
     row("GridSearchCV ce 3x3x3 (27+1 fits), warm cache", [_fmt_s(e["median_s"]) for e in g])
     row("GridSearchCV ce 3x3x3, cold (empty cache, NodeSet + 1 graph build)",
@@ -649,6 +733,8 @@ def render(meta: dict, results: list[dict], args) -> str:
     row("ratio GS warm / warm single ce fit (28 fits + 27 scorings inside)",
         [f"{x:.1f}x" for x in ratios_ww], f"≤ {TARGET_GS_RATIO:.0f}x (honest check)",
         " / ".join(_status(x <= TARGET_GS_RATIO) for x in ratios_ww))
+    row("&nbsp;&nbsp;inside GS ce warm: sum of 28 fits / sum of 27 scorings (sklearn clock)",
+        [f"{_fmt_s(e['sum_fit_s'])} / {_fmt_s(e['sum_score_s'])}" for e in g])
     gm = [r["gridsearch"]["mgr"] for r in results]
     row("GridSearchCV mgr 3x3x3, warm cache (ratio to warm mgr fit)", [
         f"{_fmt_s(e['median_s'])} ({e['median_s'] / r['fits']['mgr']['median_s']:.1f}x)"
@@ -685,37 +771,46 @@ def render(meta: dict, results: list[dict], args) -> str:
               "Cores' worth of CPU time used by other processes (from /proc/stat minus this "
               "process's own CPU time) divided by the wall time of the measurement; the "
               f"machine has {meta['usable_cores']} cores. Values well above 0 mean the timing "
-              "was slowed by concurrent work.", "",
+              "was slowed by concurrent work; – : block shorter than 0.5 s (not measurable).", "",
               "| measurement | " + " | ".join(f"N={n:,}" for n in Ns) + " |",
               "|---|" + "---|" * len(Ns)]
     for name in P[0]:
         lines.append(f"| {name} | " + " | ".join(
-            f"{p.get(name, {}).get('other_processes_cores', float('nan')):.2f}" for p in P) + " |")
+            _fc(p.get(name, {}).get('other_processes_cores', float('nan'))) for p in P) + " |")
     lines.append("| cold fit | " + " | ".join(
-        f"{r['cold_fit']['other_processes_cores']:.2f}" for r in results) + " |")
+        _fc(r['cold_fit']['other_processes_cores']) for r in results) + " |")
     for loss in LOSSES:
         lines.append(f"| fit {loss} (all repeats) | " + " | ".join(
-            f"{r['fits'][loss]['other_processes_cores']:.2f}" for r in results) + " |")
+            _fc(r['fits'][loss]['other_processes_cores']) for r in results) + " |")
+    if all("blas1_other_processes_cores" in r["fits"]["ce"] for r in results):
+        lines.append("| fit ce, 1 BLAS thread | " + " | ".join(
+            _fc(r['fits']['ce']['blas1_other_processes_cores']) for r in results) + " |")
     for loss in ("ce", "mgr"):
         lines.append(f"| GridSearchCV {loss} warm | " + " | ".join(
-            f"{r['gridsearch'][loss]['other_processes_cores']:.2f}" for r in results) + " |")
+            _fc(r['gridsearch'][loss]['other_processes_cores']) for r in results) + " |")
     lines.append("| GridSearchCV ce cold | " + " | ".join(
-        f"{r['gridsearch']['ce'].get('other_processes_cores_cold', float('nan')):.2f}"
+        _fc(r['gridsearch']['ce'].get('other_processes_cores_cold', float('nan')))
         for r in results) + " |")
     lines.append("")
 
     # fit details
     lines += ["## Fits on the cached graph", "",
+              "median/min over the timed repeats; solver = median of skmcal.posterior."
+              "fit_posterior per fit; overhead = median fit - solver (validation, node "
+              "lookup, graph-cache key); 1 BLAS thread = the same fit under "
+              "threadpool_limits(1, 'blas').", "",
               "| N | loss | classes | median | min | solver (fit_posterior) | overhead | "
-              "Newton iters | accuracy on unlabeled nodes | graph builds during fit |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "median, 1 BLAS thread | Newton iters | accuracy on unlabeled nodes | "
+              "graph builds during fit |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         for loss in LOSSES:
             f = r["fits"][loss]
             lines.append(
                 f"| {r['N']:,} | {loss} | {f['classes']} | {_fmt_s(f['median_s'])} | "
                 f"{_fmt_s(f['min_s'])} | {_fmt_s(f['solver_median_s'])} | "
-                f"{_fmt_s(f['median_s'] - f['solver_median_s'])} | {f['n_iter']} | "
+                f"{_fmt_s(f['median_s'] - f['solver_median_s'])} | "
+                f"{_fmt_s(f.get('blas1_median_s'))} | {f['n_iter']} | "
                 f"{f['accuracy_unlabeled']:.3f} | {f['graph_builds']} |")
     lines.append("")
 
@@ -747,6 +842,9 @@ def render(meta: dict, results: list[dict], args) -> str:
             f"(cv acc {r['gridsearch']['ce']['best_cv_score']:.3f}); mgr best "
             f"{r['gridsearch']['mgr']['best_params']} "
             f"(cv acc {r['gridsearch']['mgr']['best_cv_score']:.3f})")
+    for r in results:
+        lines.append(f"- N={r['N']:,}: GridSearchCV ce mean fit time by (tau, gamma), ms: "
+                     f"{r['gridsearch']['ce']['fit_time_by_params_ms']}")
     if WARNINGS:
         lines += ["", "## Warnings raised", ""]
         seen = set()
@@ -773,11 +871,24 @@ def main(argv=None):
     ap.add_argument("--no-compare-knn", dest="compare_knn", action="store_false",
                     help="skip the pynndescent graph at sizes that use exact kNN")
     ap.add_argument("--skip-gs-cold", action="store_true")
+    ap.add_argument("--no-single-thread-fits", dest="single_thread_fits", action="store_false",
+                    help="skip the extra fit timings with BLAS limited to 1 thread")
+    ap.add_argument("--wait-idle", type=float, default=60.0, metavar="SECONDS",
+                    help="before each measurement wait up to this long for other processes "
+                         "to use < 0.25 cores (0: never wait)")
+    ap.add_argument("--blas-threads", type=int, default=None,
+                    help="limit BLAS threads for the whole run (threadpoolctl); default: "
+                         "library default")
     ap.add_argument("--tag", default=None, help="results file suffix (default: the sizes)")
     args = ap.parse_args(argv)
 
     warnings.simplefilter("always")
     warnings.showwarning = _record_warning
+    QUIET["max_wait_s"] = args.wait_idle
+    if args.blas_threads is not None:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=args.blas_threads, user_api="blas")
 
     meta = machine_info()
     meta["loadavg_start"] = os.getloadavg()
@@ -823,6 +934,8 @@ def main(argv=None):
                                   warmup if kind == "pynndescent" else None))
     meta["max_rss_mib_end"] = rss_mib()
     meta["loadavg_end"] = os.getloadavg()
+    meta["blas_threads_limit"] = args.blas_threads
+    meta["wait_idle"] = QUIET
 
     report = render(meta, results, args)
     print()

@@ -75,9 +75,13 @@ class PosteriorView:
         return self.eigenvectors.sum(axis=0)
 
 
-def _chunks(nodes):
+def _by_chunks(score_chunk, nodes):
+    """Apply ``score_chunk`` to the candidates ``CHUNK`` at a time; concatenate."""
+    nodes = np.asarray(nodes, dtype=np.intp)
+    out = np.empty(nodes.size)
     for start in range(0, nodes.size, CHUNK):
-        yield nodes[start : start + CHUNK]
+        out[start : start + CHUNK] = score_chunk(nodes[start : start + CHUNK])
+    return out
 
 
 @dataclass
@@ -155,52 +159,39 @@ def model_change(view: PosteriorView, nodes):
     yhat|| / (gamma^2 + s_k)``; ce: ``||(1/g) C V_k' (I + B_k G_k)^-1 (pi_k -
     yhat_k)||``.
     """
-    nodes = np.asarray(nodes, dtype=np.intp)
-    out = np.empty(nodes.size)
-    pos = 0
-    for chunk in _chunks(nodes):
+
+    def score_chunk(chunk):
         if view.loss == "ce":
             t = _ce_terms(view, chunk)
-            value = np.linalg.norm((t.D @ t.step[:, :, None])[..., 0], axis=1)
-        else:
-            t = _rank_one_terms(view, chunk)
-            grad_norm = np.abs(t.grad) if t.grad.ndim == 1 else np.linalg.norm(t.grad, axis=1)
-            value = grad_norm / (1.0 + t.curv * t.s) * np.linalg.norm(t.Cv, axis=1)
-        out[pos : pos + chunk.size] = value
-        pos += chunk.size
-    return out
+            return np.linalg.norm((t.D @ t.step[:, :, None])[..., 0], axis=1)
+        t = _rank_one_terms(view, chunk)
+        grad_norm = np.abs(t.grad) if t.grad.ndim == 1 else np.linalg.norm(t.grad, axis=1)
+        return grad_norm / (1.0 + t.curv * t.s) * np.linalg.norm(t.Cv, axis=1)
+
+    return _by_chunks(score_chunk, nodes)
 
 
 def _covariance_drop(view: PosteriorView, nodes, direction):
     """Drop of ``tr(C)`` (``direction=None``) or ``w' C w`` under each look-ahead."""
-    nodes = np.asarray(nodes, dtype=np.intp)
-    out = np.empty(nodes.size)
-    pos = 0
-    for chunk in _chunks(nodes):
+
+    def score_chunk(chunk):
         if view.loss == "ce":
             t = _ce_terms(view, chunk)
             if direction is None:
-                DtD = np.swapaxes(t.D, 1, 2) @ t.D
-                value = np.einsum("kch,khc->k", t.K, DtD)
-            else:
-                # Per-class survey risk sum_c 1'V C_cc V'1. (The joint direction
-                # 1 (x) V'1 shifts every class equally, along which the ce
-                # likelihood is flat: its drop is 0 for every candidate.)
-                M = direction.size
-                a = np.einsum(
-                    "kcmh,m->kch", t.D.reshape(-1, view.n_classes, M, view.n_classes), direction
-                )
-                value = np.einsum("kch,khg,kcg->k", a, t.K, a)
-        else:
-            t = _rank_one_terms(view, chunk)
-            weight = t.curv / (1.0 + t.curv * t.s)
-            if direction is None:
-                value = weight * np.einsum("km,km->k", t.Cv, t.Cv)
-            else:
-                value = weight * (t.Cv @ direction) ** 2
-        out[pos : pos + chunk.size] = value
-        pos += chunk.size
-    return out
+                return np.einsum("kch,khc->k", t.K, np.swapaxes(t.D, 1, 2) @ t.D)
+            # Per-class survey risk sum_c 1'V C_cc V'1. (The joint direction
+            # 1 (x) V'1 shifts every class equally, along which the ce
+            # likelihood is flat: its drop is 0 for every candidate.)
+            n_c, M = view.n_classes, direction.size
+            a = np.einsum("kcmh,m->kch", t.D.reshape(-1, n_c, M, n_c), direction)
+            return np.einsum("kch,khg,kcg->k", a, t.K, a)
+        t = _rank_one_terms(view, chunk)
+        weight = t.curv / (1.0 + t.curv * t.s)
+        if direction is None:
+            return weight * np.einsum("km,km->k", t.Cv, t.Cv)
+        return weight * (t.Cv @ direction) ** 2
+
+    return _by_chunks(score_chunk, nodes)
 
 
 def vopt(view: PosteriorView, nodes):
