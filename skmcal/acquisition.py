@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import entr
 
+from ._threads import small_algebra, with_small_algebra
 from .losses import LOSSES
 
 #: Candidates are scored in chunks of this many (bounds the memory of ce).
@@ -79,8 +80,9 @@ def _by_chunks(score_chunk, nodes):
     """Apply ``score_chunk`` to the candidates ``CHUNK`` at a time; concatenate."""
     nodes = np.asarray(nodes, dtype=np.intp)
     out = np.empty(nodes.size)
-    for start in range(0, nodes.size, CHUNK):
-        out[start : start + CHUNK] = score_chunk(nodes[start : start + CHUNK])
+    with small_algebra():
+        for start in range(0, nodes.size, CHUNK):
+            out[start : start + CHUNK] = score_chunk(nodes[start : start + CHUNK])
     return out
 
 
@@ -245,6 +247,7 @@ def uncertainty(view: PosteriorView, nodes, measure="margin"):
     raise ValueError(f"measure must be one of {UNCERTAINTY_MEASURES}; got {measure!r}.")
 
 
+@with_small_algebra
 def look_ahead(view: PosteriorView, node) -> PosteriorView:
     """The posterior after adding ``node`` with its pseudo-label.
 

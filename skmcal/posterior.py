@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ._threads import with_small_algebra
 from .losses import BinaryLoss, CrossEntropyLoss, MulticlassLoss
 
 _ARMIJO = 1e-4
@@ -231,6 +232,7 @@ def _newton(problem, x0, max_iter, tol):
     return x, H, max_iter, False
 
 
+@with_small_algebra
 def fit_posterior(loss, prior, P, targets, gamma, *, coef_init=None, max_iter=100, tol=1e-10):
     """MAP and Laplace posterior of ``loss`` in spectral coordinates.
 
