@@ -1,0 +1,302 @@
+"""Command line of skmcal: ``python -m skmcal run ...`` and ``python -m skmcal demo``.
+
+``run`` compares query strategies on a data set with
+:func:`skmcal.experiment.run_experiment`, writes the results, the choices and
+the configuration to ``--out`` (resuming a run already there), draws the
+accuracy curves (and, for 2-D data, the points chosen in the first trial),
+and prints a table of the final accuracy and the time per iteration::
+
+    python -m skmcal run --dataset binary-clusters \\
+        --strategies mc:gr mc:logistic unc:logistic rand \\
+        --batch 5 --iterations 20 --trials 2 --out results/bc
+
+``demo`` is a quick run of the same kind on Binary-Clusters (under two
+minutes on two cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .experiment import DATASETS, STRATEGIES, ExperimentResult, run_experiment
+from .losses import LOSSES
+
+__all__ = ["DEMO_STRATEGIES", "format_summary", "main"]
+
+#: Strategies of ``python -m skmcal demo``: MC on three binary models, UNC-LOG,
+#: VOPT and random sampling (in the GR model).
+DEMO_STRATEGIES = ("mc:gr", "mc:logistic", "mc:probit", "unc:logistic", "vopt:gr", "rand:gr")
+
+
+def _auto_or(kind):
+    def parse(text):
+        if text == "auto":
+            return text
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected 'auto' or a{'n int' if kind is int else ' number'}; got {text!r}"
+            ) from None
+
+    return parse
+
+
+def _candidates(text):
+    """'all' -> None; a number with a '.' or an exponent -> fraction; else an int."""
+    if text.lower() in ("all", "none"):
+        return None
+    try:
+        return float(text) if any(ch in text.lower() for ch in ".e") else int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a fraction such as 0.1, a count such as 50, or 'all'; got {text!r}"
+        ) from None
+
+
+def _dataset(text):
+    if text.lower() in DATASETS:
+        return text.lower()
+    path = Path(text)
+    if path.suffix == ".npz" and path.is_file():
+        return path
+    raise argparse.ArgumentTypeError(
+        f"expected one of {', '.join(DATASETS)}, or an .npz file with arrays X and y; got {text!r}"
+    )
+
+
+def _load_npz(path: Path):
+    with np.load(path, allow_pickle=False) as content:
+        missing = [k for k in ("X", "y") if k not in content.files]
+        if missing:
+            raise SystemExit(f"error: {path} has no array(s) {missing}; it holds {content.files}.")
+        return content["X"], content["y"]
+
+
+def format_summary(summary: pd.DataFrame) -> str:
+    """The table printed at the end of a run.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        As returned by :func:`skmcal.experiment.summarize`.
+
+    Returns
+    -------
+    str
+        One line per strategy: final accuracy (mean ± std over trials),
+        mean seconds per iteration, labels at the end, trials.
+    """
+    width = max([len("strategy"), *(len(str(s)) for s in summary["strategy"])])
+    lines = [
+        f"{'strategy':<{width}}  {'final accuracy':>17}  {'s / iteration':>13}  "
+        f"{'labels':>6}  {'trials':>6}"
+    ]
+    for row in summary.itertuples(index=False):
+        seconds = "-" if math.isnan(row.time_mean) else f"{row.time_mean:.4f}"
+        accuracy = f"{row.accuracy_mean:.4f} \u00b1 {row.accuracy_std:.4f}"
+        lines.append(
+            f"{row.strategy:<{width}}  {accuracy:>17}  {seconds:>13}  "
+            f"{row.n_labeled:>6}  {row.trials:>6}"
+        )
+    return "\n".join(lines)
+
+
+def _add_loop_options(parser, *, iterations, trials):
+    parser.add_argument(
+        "--batch", type=int, default=5, metavar="B", help="points queried per iteration (5)"
+    )
+    parser.add_argument(
+        "--iterations",
+        type=int,
+        default=iterations,
+        help=f"active-learning iterations per strategy and trial ({iterations})",
+    )
+    parser.add_argument("--trials", type=int, default=trials, help=f"independent trials ({trials})")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (0)")
+    parser.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m skmcal",
+        description="Model-change active learning on graphs (Miller & Bertozzi).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    strategies = ", ".join(STRATEGIES)
+    run = commands.add_parser(
+        "run",
+        help="compare query strategies on a data set",
+        description="Compare query strategies on a data set; results, plots and a table.",
+    )
+    run.add_argument(
+        "--dataset",
+        type=_dataset,
+        default="binary-clusters",
+        help=f"{', '.join(DATASETS)}, or an .npz file with arrays X and y (binary-clusters)",
+    )
+    run.add_argument(
+        "--strategies",
+        nargs="+",
+        default=["mc", "vopt", "sopt", "unc", "rand"],
+        metavar="NAME[:LOSS]",
+        help=f"strategies ({strategies}), each optionally ':loss' "
+        f"({', '.join(LOSSES)}); default: mc vopt sopt unc rand",
+    )
+    run.add_argument(
+        "--loss",
+        default="auto",
+        choices=["auto", *LOSSES],
+        help="loss of strategies given without one; auto: gr for 2 classes, else mgr",
+    )
+    run.add_argument("--tau", type=_auto_or(float), default="auto", help="prior shift (auto)")
+    run.add_argument("--gamma", type=_auto_or(float), default="auto", help="loss scale (auto)")
+    run.add_argument(
+        "--kernel",
+        default="auto",
+        choices=["auto", "gaussian", "cosine"],
+        help="graph kernel; auto: cosine for samson, else gaussian",
+    )
+    run.add_argument(
+        "--n-neighbors",
+        type=_auto_or(int),
+        default="auto",
+        help="kNN neighbours; auto: 15 for samson, else 10",
+    )
+    run.add_argument("--n-eigs", type=int, default=50, help="eigenpairs kept (50)")
+    run.add_argument(
+        "--initial",
+        type=_auto_or(int),
+        default="auto",
+        help="initial labels per class; auto: 1 for binary-clusters, else 2",
+    )
+    run.add_argument(
+        "--candidates",
+        type=_candidates,
+        default=0.1,
+        help="unlabeled points scored per query: a fraction (0.1), a count, or 'all'",
+    )
+    _add_loop_options(run, iterations=100, trials=5)
+    run.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder; an existing run there is resumed (results/<dataset>)",
+    )
+    run.add_argument("--n-samples", type=int, default=None, help="use the first N points only")
+    run.add_argument("--data-home", default=None, help="data folder of the named data sets")
+    run.add_argument("--no-plots", action="store_true", help="do not draw the figures")
+
+    demo = commands.add_parser(
+        "demo",
+        help="a quick comparison on Binary-Clusters",
+        description=f"Binary-Clusters, strategies {' '.join(DEMO_STRATEGIES)}: results, "
+        "plots and a table in under two minutes.",
+    )
+    _add_loop_options(demo, iterations=20, trials=3)
+    demo.add_argument(
+        "--out", type=Path, default=None, help="output folder (a new temporary folder)"
+    )
+    return parser
+
+
+def _plots(result: ExperimentResult, out: Path) -> list[Path]:
+    from .plotting import plot_accuracy, plot_choices
+
+    name = result.config["dataset"]
+    paths = [plot_accuracy(result.results, out / "accuracy.png", title=f"{name}: accuracy")]
+    if result.X.shape[1] == 2:
+        paths.append(
+            plot_choices(
+                result.X,
+                result.y,
+                result.choices,
+                out / "choices.png",
+                trial=int(result.choices["trial"].min()),
+                title=f"{name}: points chosen in the first trial",
+            )
+        )
+    return paths
+
+
+def _report(result: ExperimentResult, out: Path, plots: bool) -> None:
+    config = result.config
+    print(
+        f"{config['dataset']}: {config['n_nodes']} points, {config['n_classes']} classes; "
+        f"{config['trials']} trial(s) x {config['iterations']} iterations of "
+        f"{config['batch_size']} queries"
+    )
+    if result.runs_skipped:
+        print(f"resumed: {len(result.runs_skipped)} run(s) already complete in {out}")
+    print(format_summary(result.summary()))
+    print(f"results: {result.results_path}")
+    if plots:
+        for path in _plots(result, out):
+            print(f"plot: {path}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line.
+
+    Parameters
+    ----------
+    argv : sequence of str, default=None
+        The arguments; None reads ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 2 when the settings are invalid, the data
+        are missing, or ``--out`` holds a run with other settings.
+    """
+    args = _build_parser().parse_args(argv)
+    progress = not args.no_progress
+    if args.command == "demo":
+        out = args.out or Path(tempfile.mkdtemp(prefix="skmcal-demo-"))
+        options = {"strategies": DEMO_STRATEGIES}
+        dataset, plots = "binary-clusters", True
+    else:
+        if isinstance(args.dataset, Path):
+            dataset, name = _load_npz(args.dataset), args.dataset.stem
+        else:
+            dataset = name = args.dataset
+        out = args.out or Path("results") / name
+        plots = not args.no_plots
+        options = {
+            "strategies": args.strategies,
+            "loss": args.loss,
+            "tau": args.tau,
+            "gamma": args.gamma,
+            "kernel": args.kernel,
+            "n_neighbors": args.n_neighbors,
+            "n_eigs": args.n_eigs,
+            "n_initial": args.initial,
+            "candidates": args.candidates,
+            "n_samples": args.n_samples,
+            "data_home": args.data_home,
+        }
+    try:
+        result = run_experiment(
+            dataset,
+            batch_size=args.batch,
+            iterations=args.iterations,
+            trials=args.trials,
+            seed=args.seed,
+            out=out,
+            progress=progress,
+            **options,
+        )
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    _report(result, out, plots=plots)
+    return 0

@@ -1,0 +1,265 @@
+"""Tests of the experiment runner, its plots and the command line (tiny runs only)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import make_blobs
+
+from skmcal.cli import main
+from skmcal.experiment import (
+    CHOICE_COLUMNS,
+    RESULT_COLUMNS,
+    STRATEGIES,
+    parse_strategy,
+    run_experiment,
+    summarize,
+)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+STRATS = ["mc:gr", "rand:gr"]
+TINY = {"strategies": STRATS, "batch_size": 5, "iterations": 3, "trials": 2, "progress": False}
+N_RESULT_ROWS = 2 * 2 * 4  # trials x strategies x (iterations + 1)
+N_CHOICE_ROWS = 2 * 2 * (2 + 3 * 5)  # trials x strategies x (initial + iterations x batch)
+OUTCOME = ["trial", "iteration", "n_labeled", "strategy", "accuracy"]
+
+
+def assert_png(path):
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIGNATURE
+    assert len(data) > 2000
+
+
+def data_lines(path):
+    return path.read_text().splitlines()[1:]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """A complete tiny run and a copy of its files."""
+    out = tmp_path_factory.mktemp("reference")
+    result = run_experiment("binary-clusters", out=out, **TINY)
+    files = {name: (out / name).read_text() for name in ("results.csv", "choices.csv")}
+    return result, files
+
+
+def test_tiny_run_writes_files(reference):
+    result, files = reference
+    out = result.out
+    df = result.results
+    assert tuple(df.columns) == RESULT_COLUMNS
+    assert len(df) == N_RESULT_ROWS
+    assert df["strategy"].unique().tolist() == STRATS
+    assert sorted(df["trial"].unique()) == [0, 1]
+    assert df["accuracy"].between(0, 1).all()
+    for _, run in df.groupby(["trial", "strategy"]):
+        assert run["iteration"].tolist() == [0, 1, 2, 3]
+        assert run["n_labeled"].tolist() == [2, 7, 12, 17]
+        assert np.isnan(run["time"].iloc[0])
+        assert (run["time"].iloc[1:] > 0).all()
+
+    on_disk = pd.read_csv(out / "results.csv")
+    assert tuple(on_disk.columns) == RESULT_COLUMNS
+    assert len(on_disk) == N_RESULT_ROWS
+    pd.testing.assert_frame_equal(on_disk[OUTCOME], df[OUTCOME])  # floats round-trip exactly
+
+    choices = pd.read_csv(out / "choices.csv")
+    assert tuple(choices.columns) == CHOICE_COLUMNS
+    assert len(choices) == N_CHOICE_ROWS == len(result.choices)
+    for _, run in choices.groupby(["trial", "strategy"]):
+        assert run["node"].is_unique
+    # The same initial labels for every strategy within a trial.
+    initial = choices[choices["iteration"] == 0].groupby(["trial", "strategy"])["node"]
+    firsts = {key: sorted(nodes) for key, nodes in initial}
+    assert firsts[(0, "mc:gr")] == firsts[(0, "rand:gr")]
+    assert firsts[(1, "mc:gr")] == firsts[(1, "rand:gr")]
+
+    config = json.loads((out / "config.json").read_text())
+    assert config["strategies"] == STRATS
+    assert config["kernel"] == "gaussian" and config["n_neighbors"] == 10
+    assert config["n_initial"] == 1 and config["candidates"] == 0.1
+    assert result.runs_done == [(t, s) for t in range(2) for s in STRATS]
+    assert result.runs_skipped == []
+
+
+def test_plots_are_png(reference, tmp_path):
+    pytest.importorskip("matplotlib")
+    from skmcal.plotting import plot_accuracy, plot_choices, plot_timing
+
+    result, _ = reference
+    assert_png(plot_accuracy(result.results, tmp_path / "acc.png"))
+    assert_png(plot_choices(result.X, result.y, result.choices, tmp_path / "ch.png", trial=1))
+    mapping = {"first": [0, 1, 2], "last": [757, 758]}
+    assert_png(plot_choices(result.X, result.y, mapping, tmp_path / "map.png"))
+    timings = pd.DataFrame(
+        {
+            "strategy": ["mc:gr"] * 4 + ["mc:ce"] * 4,
+            "N": [1000, 1000, 10000, 10000] * 2,
+            "seconds": [0.01, 0.012, 0.05, 0.06, 0.02, 0.025, 0.2, 0.22],
+        }
+    )
+    path = plot_timing(timings, tmp_path / "sub" / "timing.png")
+    assert path == tmp_path / "sub" / "timing.png"
+    assert_png(path)
+    with pytest.raises(ValueError, match="2-D"):
+        plot_choices(np.zeros((3, 3)), [0, 1, 0], mapping, tmp_path / "bad.png")
+    with pytest.raises(ValueError, match="columns"):
+        plot_timing(timings.rename(columns={"N": "n"}), tmp_path / "bad.png")
+
+
+def _truncate(path, keep_lines, extra_chars):
+    """Keep the header and ``keep_lines`` data lines, plus part of the next line."""
+    lines = path.read_text().splitlines(keepends=True)
+    text = "".join(lines[: keep_lines + 1]) + lines[keep_lines + 1][:extra_chars]
+    path.write_text(text)
+
+
+@pytest.mark.parametrize(
+    ("kept_results", "kept_choices", "redone"),
+    [
+        # trial 0 and (1, mc:gr) complete; (1, rand:gr) cut after 2 rows, mid-line.
+        (12, 51 + 5, [(1, "rand:gr")]),
+        # trial 0 complete, trial 1 missing.
+        (8, 34, [(1, "mc:gr"), (1, "rand:gr")]),
+        # (1, mc:gr) has all its results but not all its choices: redone.
+        (12, 34 + 9, [(1, "mc:gr"), (1, "rand:gr")]),
+    ],
+)
+def test_resume_redoes_only_missing_runs(reference, tmp_path, kept_results, kept_choices, redone):
+    result, files = reference
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "config.json").write_text((result.out / "config.json").read_text())
+    _truncate(tmp_path / "results.csv", kept_results, 9)
+    _truncate(tmp_path / "choices.csv", kept_choices, 3)
+
+    resumed = run_experiment("binary-clusters", out=tmp_path, **TINY)
+    assert resumed.runs_done == redone
+    assert len(resumed.runs_skipped) == 4 - len(redone)
+    pd.testing.assert_frame_equal(resumed.results[OUTCOME], result.results[OUTCOME])
+    pd.testing.assert_frame_equal(resumed.choices, result.choices)
+    # Rows of finished runs are kept as they were, times included.
+    finished = ~resumed.results.set_index(["trial", "strategy"]).index.isin(redone)
+    pd.testing.assert_series_equal(
+        resumed.results.loc[finished, "time"], result.results.loc[finished, "time"]
+    )
+    # The files hold every row once, and a further run has nothing to do.
+    assert len(data_lines(tmp_path / "results.csv")) == N_RESULT_ROWS
+    assert len(data_lines(tmp_path / "choices.csv")) == N_CHOICE_ROWS
+    again = run_experiment("binary-clusters", out=tmp_path, **TINY)
+    assert again.runs_done == []
+    pd.testing.assert_frame_equal(again.results, resumed.results)
+
+
+def test_resume_refuses_other_settings(reference, tmp_path):
+    result, files = reference
+    run_experiment("binary-clusters", out=tmp_path, **TINY)
+    before = (tmp_path / "results.csv").read_text()
+    with pytest.raises(ValueError, match=r"other settings \(batch_size: 5 there, 4 now\)"):
+        run_experiment("binary-clusters", out=tmp_path, **{**TINY, "batch_size": 4})
+    with pytest.raises(ValueError, match="strategies"):
+        run_experiment("binary-clusters", out=tmp_path, **{**TINY, "strategies": ["mc:gr"]})
+    assert (tmp_path / "results.csv").read_text() == before
+    orphan = tmp_path / "orphan"
+    orphan.mkdir()
+    (orphan / "results.csv").write_text(files["results.csv"])
+    with pytest.raises(ValueError, match="no config.json"):
+        run_experiment("binary-clusters", out=orphan, **TINY)
+
+
+def test_same_seed_is_deterministic(reference):
+    result, _ = reference
+    again = run_experiment("binary-clusters", **TINY)
+    assert again.out is None and again.results_path is None
+    pd.testing.assert_frame_equal(again.results[OUTCOME], result.results[OUTCOME])
+    pd.testing.assert_frame_equal(again.choices, result.choices)
+    other = run_experiment("binary-clusters", **{**TINY, "seed": 1})
+    assert not other.choices["node"].equals(result.choices["node"])
+
+
+def test_summary(reference):
+    result, _ = reference
+    table = summarize(result.results)
+    assert table["strategy"].tolist() == STRATS
+    assert table["n_labeled"].tolist() == [17, 17]
+    assert table["trials"].tolist() == [2, 2]
+    final = result.results[result.results["iteration"] == 3]
+    mc = final[final["strategy"] == "mc:gr"]["accuracy"]
+    assert table.loc[0, "accuracy_mean"] == pytest.approx(mc.mean())
+    assert table.loc[0, "accuracy_std"] == pytest.approx(mc.std(ddof=0))
+    assert (table["time_mean"] > 0).all()
+
+
+def test_custom_data_multiclass_and_strategy_names():
+    X, y = make_blobs(150, centers=3, cluster_std=1.0, random_state=0)
+    labels = np.array(["a", "b", "c"])[y]
+    result = run_experiment(
+        (X, labels),
+        strategies=["mc", "unc-entropy:ce", "vopt-greedy"],
+        batch_size=2,
+        iterations=2,
+        trials=1,
+        progress=False,
+    )
+    assert result.config["dataset"] == "custom" and result.config["loss"] == "mgr"
+    assert result.results["strategy"].unique().tolist() == [
+        "mc:mgr",
+        "unc-entropy:ce",
+        "vopt-greedy:mgr",
+    ]
+    assert result.results["n_labeled"].max() == 3 * 2 + 2 * 2
+    assert result.results["accuracy"].between(0, 1).all()
+    with pytest.raises(ValueError, match="binary loss 'gr'"):
+        run_experiment((X, labels), strategies=["mc:gr"], iterations=1, trials=1, progress=False)
+
+
+def test_invalid_settings():
+    assert set(STRATEGIES) >= {"mc", "unc", "vopt", "sopt", "rand", "mc-greedy"}
+    assert parse_strategy("VOPT:Probit", "gr").label == "vopt:probit"
+    with pytest.raises(ValueError, match="Unknown strategy 'mcc'"):
+        parse_strategy("mcc:gr", "gr")
+    with pytest.raises(ValueError, match="Unknown loss 'log'"):
+        parse_strategy("mc:log", "gr")
+    with pytest.raises(ValueError, match="more than once"):
+        run_experiment(strategies=["mc", "mc:gr"], iterations=1, trials=1, progress=False)
+    with pytest.raises(ValueError, match="batch_size must be an int >= 1"):
+        run_experiment(strategies=["mc"], batch_size=0, progress=False)
+    with pytest.raises(ValueError, match="candidates as a float"):
+        run_experiment(strategies=["mc"], candidates=1.5, progress=False)
+    with pytest.raises(ValueError, match="only 760 nodes"):
+        run_experiment(strategies=["mc"], iterations=200, batch_size=5, progress=False)
+    with pytest.raises(ValueError, match="Unknown data set"):
+        run_experiment("mnist-train", progress=False)
+
+
+def test_progress_bar_shows_accuracy(capsys):
+    pytest.importorskip("tqdm")
+    run_experiment(strategies=["rand:gr"], iterations=2, trials=1, progress=True)
+    assert "acc=" in capsys.readouterr().err
+
+
+def test_cli_run_and_demo(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "bc"
+    argv = ["run", "--dataset", "binary-clusters", "--strategies", "mc:gr", "unc:logistic",
+            "--batch", "5", "--iterations", "2", "--trials", "2", "--out", str(out),
+            "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "final accuracy" in printed and "\u00b1" in printed
+    assert "mc:gr" in printed and "unc:logistic" in printed
+    assert f"plot: {out / 'accuracy.png'}" in printed
+    assert_png(out / "accuracy.png")
+    assert_png(out / "choices.png")
+    assert len(data_lines(out / "results.csv")) == 2 * 2 * 3
+
+    assert main([*argv[:-3], "--batch", "3", "--out", str(out), "--no-progress"]) == 2
+    assert "other settings" in capsys.readouterr().err
+
+    demo_out = tmp_path / "demo"
+    argv = ["demo", "--iterations", "1", "--trials", "1", "--out", str(demo_out), "--no-progress"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "mc:probit" in printed and "plot:" in printed
+    assert_png(demo_out / "accuracy.png")
