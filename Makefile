@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m skmcal.demo
+	$(PY) -m skmcal demo
 
 test: $(STAMP)
 	$(PY) -m pytest -q
