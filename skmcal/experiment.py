@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
+from .baselines import BASELINES, db_rkhs, sopt_hf, vopt_hf
 from .classifier import SpectralGraphClassifier
 from .graph import NodeSet
 from .losses import LOSSES
@@ -93,6 +94,11 @@ STRATEGIES: dict[str, tuple[Callable, dict[str, Any]]] = {
     "unc-entropy": (uncertainty, {"measure": "entropy"}),
     "unc-lc": (uncertainty, {"measure": "least_confident"}),
     "rand": (random_sampling, {}),
+    # The paper's baselines, in their own models (skmcal.baselines): the loss
+    # only sets the classifier that provides the graph and the labeled nodes.
+    "vopt-hf": (vopt_hf, {}),
+    "sopt-hf": (sopt_hf, {}),
+    "db-rkhs": (db_rkhs, {}),
 }
 
 #: Data sets known by name: graph defaults of the paper and labels per class
@@ -597,12 +603,18 @@ def _make_progress(progress, total):
     return None
 
 
-def _accuracy(clf, codes):
+def _accuracy(clf, codes, name=None):
+    """Accuracy on the unlabeled nodes, in the model of strategy ``name`` (a baseline: its own)."""
     unlabeled = np.ones(codes.size, dtype=bool)
     unlabeled[clf.labeled_nodes_] = False
     if not unlabeled.any():
         return math.nan
-    return float(np.mean(clf.transduction_[unlabeled] == codes[unlabeled]))
+    baseline = BASELINES.get(name)
+    if baseline is None:
+        predicted = clf.transduction_
+    else:
+        predicted = baseline.transduction(clf, codes[clf.labeled_nodes_])
+    return float(np.mean(predicted[unlabeled] == codes[unlabeled]))
 
 
 def run_experiment(
@@ -750,6 +762,10 @@ def run_experiment(
     if repeated:
         raise ValueError(f"Strategies given more than once: {repeated} (from {list(strategies)}).")
     for spec in specs:
+        if n_classes > 2 and spec.name in BASELINES and BASELINES[spec.name].binary_only:
+            raise ValueError(
+                f"Strategy {spec.label!r} is binary only, but the data hold {n_classes} classes."
+            )
         if n_classes > 2 and not LOSSES[spec.loss].multiclass:
             raise ValueError(
                 f"Strategy {spec.label!r} uses the binary loss {spec.loss!r}, but the data "
@@ -866,7 +882,7 @@ def run_experiment(
             if bar is not None:
                 bar.set_description(f"trial {trial + 1}/{trials} {spec.label}")
             sink.add_choices(trial, spec.label, 0, labeled)
-            accuracy = _accuracy(clf, codes)
+            accuracy = _accuracy(clf, codes, spec.name)
             sink.add_result(
                 {
                     "trial": trial,
@@ -877,8 +893,13 @@ def run_experiment(
                     "time": math.nan,
                 }
             )
+            baseline = BASELINES.get(spec.name)
             for iteration in range(1, iterations + 1):
                 start = time.perf_counter()
+                if baseline is not None and baseline.needs_labels:
+                    extra = {"labels": codes[clf.labeled_nodes_]}
+                else:
+                    extra = {}
                 queried, _ = spec.function(
                     clf,
                     pool,
@@ -886,11 +907,12 @@ def run_experiment(
                     candidates=candidates,
                     random_state=rng,
                     **spec.options,
+                    **extra,
                 )
                 labeled = np.concatenate([labeled, queried])
                 clf.fit(data[labeled], codes[labeled])
                 seconds = time.perf_counter() - start
-                accuracy = _accuracy(clf, codes)
+                accuracy = _accuracy(clf, codes, spec.name)
                 sink.add_choices(trial, spec.label, iteration, queried)
                 sink.add_result(
                     {
