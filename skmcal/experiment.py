@@ -659,8 +659,10 @@ def run_experiment(
         ``"name"`` or ``"name:loss"``, names from :data:`STRATEGIES`
         (``mc``, ``mc-greedy``, ``vopt``, ``vopt-greedy``, ``sopt``,
         ``sopt-greedy``, ``unc`` (margin), ``unc-entropy``, ``unc-lc``,
-        ``rand``). The loss is the model the strategy queries for and whose
-        accuracy is recorded; without one, ``loss``. Each must be unique.
+        ``rand``, and the baselines ``vopt-hf``, ``sopt-hf``, ``db-rkhs``).
+        The loss is the model the strategy queries for and whose accuracy is
+        recorded (a baseline is scored in its own model); without one,
+        ``loss``. Each must be unique.
     loss : str, default="auto"
         The loss of strategies given without one; "auto": ``gr`` for two
         classes, ``mgr`` for more.
