@@ -17,6 +17,8 @@ returns one value per candidate; larger is better. The formulas are those of
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -77,13 +79,22 @@ class PosteriorView:
 
 
 def _by_chunks(score_chunk, nodes):
-    """Apply ``score_chunk`` to the candidates ``CHUNK`` at a time; concatenate."""
+    """Apply ``score_chunk`` to the candidates ``CHUNK`` at a time; concatenate.
+
+    Chunks run on a pool of ``os.cpu_count()`` threads, each with a
+    single-threaded BLAS (numpy releases the GIL in its kernels): parallel on
+    an idle machine, and no spinning BLAS threads on a busy one.
+    """
     nodes = np.asarray(nodes, dtype=np.intp)
-    out = np.empty(nodes.size)
+    starts = range(0, nodes.size, CHUNK)
     with small_algebra():
-        for start in range(0, nodes.size, CHUNK):
-            out[start : start + CHUNK] = score_chunk(nodes[start : start + CHUNK])
-    return out
+        if len(starts) <= 1:
+            parts = [score_chunk(nodes)]
+        else:
+            workers = min(len(starts), os.cpu_count() or 1)
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                parts = list(pool.map(lambda s: score_chunk(nodes[s : s + CHUNK]), starts))
+    return np.concatenate(parts) if parts else np.empty(0)
 
 
 @dataclass
@@ -121,37 +132,63 @@ def _rank_one_terms(view: PosteriorView, nodes) -> _Terms:
 class _CETerms:
     """Per-candidate look-ahead quantities of ce (see :func:`_ce_terms`)."""
 
-    D: np.ndarray  # (K, M n_c, n_c): C V_k'
+    G2: np.ndarray  # (K, n_c, n_c): V_k C^2 V_k' = D_k' D_k, with D_k = C V_k'
     K: np.ndarray  # (K, n_c, n_c): (I + B G)^-1 B / gamma^2
-    step: np.ndarray  # (K, n_c): (I + B G)^-1 (pi - yhat) / gamma
-    pseudo: np.ndarray  # (K,): argmax class
+    step: np.ndarray  # (K, n_c): (I + B G)^-1 (pi - yhat) / gamma; the MAP moves by -D_k step
 
 
-def _ce_terms(view: PosteriorView, nodes) -> _CETerms:
-    """``D_k = C V_k'``, ``G_k = V_k C V_k' / g^2``, ``B_k``, and the solves.
+def _ce_solves(view: PosteriorView, U, G):
+    """``(K, step)`` from latent rows ``U`` and ``G_k = V_k C V_k' / g^2``.
 
-    No Cholesky factor of the singular ``B_k`` is formed: the look-ahead step
-    is ``-(1/g) D_k (I + B_k G_k)^-1 (pi_k - yhat_k)`` and the covariance
-    drop ``D_k (I + B_k G_k)^-1 B_k D_k' / g^2``.
+    No Cholesky factor of the singular ``B_k = diag(pi) - pi pi'`` is formed:
+    the look-ahead step is ``-(1/g) D_k (I + B_k G_k)^-1 (pi_k - yhat_k)`` and
+    the covariance drop ``D_k (I + B_k G_k)^-1 B_k D_k' / g^2``.
     """
-    g = view.gamma
-    n_c = view.n_classes
-    M = view.eigenvectors.shape[1]
-    V = view.eigenvectors[nodes]
-    # D[k, p, c] = sum_m C[p, c*M + m] V[k, m]: one matrix product, k-major.
-    D = (V @ view.cov.reshape(M * n_c * n_c, M).T).reshape(nodes.size, M * n_c, n_c)
-    # G[k, c, h] = V[k] . D[k, c*M:(c+1)*M, h] / g^2
-    G = (V[:, None, None, :] @ D.reshape(nodes.size, n_c, M, n_c))[:, :, 0, :] / g**2
-    U = V @ view.coef
+    g, n_c = view.gamma, view.n_classes
     Pi = LOSSES["ce"].proba(U, g)
-    labels = np.argmax(U, axis=1)
-    pseudo = np.eye(n_c)[labels]
+    pseudo = np.eye(n_c)[np.argmax(U, axis=1)]
     B = Pi[:, :, None] * (np.eye(n_c)[None] - Pi[:, None, :])
     system = np.eye(n_c)[None] + B @ G
     solved = np.linalg.solve(system, np.concatenate([B, (Pi - pseudo)[:, :, None]], axis=2))
-    K = solved[:, :, :n_c] / g**2
-    step = solved[:, :, n_c] / g
-    return _CETerms(D=D, K=K, step=step, pseudo=labels)
+    return solved[:, :, :n_c] / g**2, solved[:, :, n_c] / g
+
+
+def _ce_form_coefficients(view: PosteriorView):
+    """Coefficients that turn products ``v_m v_m'`` into ``V_k C V_k' / g^2`` and ``V_k C^2 V_k'``.
+
+    ``v' X_ch v`` only involves the symmetric part of the block ``X_ch`` and
+    the ``M (M + 1) / 2`` products ``v_m v_m'`` with ``m <= m'``; with the
+    ``n_c (n_c + 1) / 2`` class pairs ``c <= h`` this halves the work of
+    forming ``D_k = C V_k'`` for every candidate. Computed once per scoring.
+    """
+    n_c, M = view.n_classes, view.eigenvectors.shape[1]
+    rows, cols = np.triu_indices(M)
+    class_rows, class_cols = np.triu_indices(n_c)
+
+    def coefficients(X):
+        blocks = X.reshape(n_c, M, n_c, M).transpose(0, 2, 1, 3)[class_rows, class_cols]
+        symmetric = 0.5 * (blocks + blocks.transpose(0, 2, 1))
+        return symmetric[:, rows, cols].T
+
+    C = view.cov
+    return np.hstack([coefficients(C) / view.gamma**2, coefficients(C @ C)])
+
+
+def _ce_terms(view: PosteriorView, nodes, coefficients) -> _CETerms:
+    """``G_k``, ``G2_k`` for every candidate, then the small solves."""
+    n_c, M = view.n_classes, view.eigenvectors.shape[1]
+    V = view.eigenvectors[nodes]
+    rows, cols = np.triu_indices(M)
+    products = V[:, rows] * V[:, cols]
+    products[:, rows != cols] *= 2.0
+    forms = products @ coefficients
+    n_pairs = n_c * (n_c + 1) // 2
+    class_rows, class_cols = np.triu_indices(n_c)
+    G = np.empty((nodes.size, 2, n_c, n_c))
+    G[:, :, class_rows, class_cols] = forms.reshape(nodes.size, 2, n_pairs)
+    G[:, :, class_cols, class_rows] = forms.reshape(nodes.size, 2, n_pairs)
+    K, step = _ce_solves(view, V @ view.coef, G[:, 0])
+    return _CETerms(G2=G[:, 1], K=K, step=step)
 
 
 def model_change(view: PosteriorView, nodes):
@@ -161,11 +198,13 @@ def model_change(view: PosteriorView, nodes):
     yhat|| / (gamma^2 + s_k)``; ce: ``||(1/g) C V_k' (I + B_k G_k)^-1 (pi_k -
     yhat_k)||``.
     """
+    coefficients = _ce_form_coefficients(view) if view.loss == "ce" else None
 
     def score_chunk(chunk):
         if view.loss == "ce":
-            t = _ce_terms(view, chunk)
-            return np.linalg.norm((t.D @ t.step[:, :, None])[..., 0], axis=1)
+            t = _ce_terms(view, chunk, coefficients)
+            squared = np.einsum("kc,kch,kh->k", t.step, t.G2, t.step)
+            return np.sqrt(np.clip(squared, 0.0, None))
         t = _rank_one_terms(view, chunk)
         grad_norm = np.abs(t.grad) if t.grad.ndim == 1 else np.linalg.norm(t.grad, axis=1)
         return grad_norm / (1.0 + t.curv * t.s) * np.linalg.norm(t.Cv, axis=1)
@@ -175,17 +214,24 @@ def model_change(view: PosteriorView, nodes):
 
 def _covariance_drop(view: PosteriorView, nodes, direction):
     """Drop of ``tr(C)`` (``direction=None``) or ``w' C w`` under each look-ahead."""
+    if view.loss == "ce":
+        coefficients = _ce_form_coefficients(view)
+        if direction is not None:
+            # Per-class survey risk sum_c 1'V C_cc V'1. (The joint direction
+            # 1 (x) V'1 shifts every class equally, along which the ce
+            # likelihood is flat: its drop is 0 for every candidate.) With
+            # a_c = D_k[c-block]' w, a_c[h] = v_k' (C_ch' w).
+            n_c, M = view.n_classes, direction.size
+            C4 = view.cov.reshape(n_c, M, n_c, M)
+            weighted = np.einsum("cmhn,m->nch", C4, direction).reshape(M, n_c * n_c)
 
     def score_chunk(chunk):
         if view.loss == "ce":
-            t = _ce_terms(view, chunk)
+            t = _ce_terms(view, chunk, coefficients)
             if direction is None:
-                return np.einsum("kch,khc->k", t.K, np.swapaxes(t.D, 1, 2) @ t.D)
-            # Per-class survey risk sum_c 1'V C_cc V'1. (The joint direction
-            # 1 (x) V'1 shifts every class equally, along which the ce
-            # likelihood is flat: its drop is 0 for every candidate.)
-            n_c, M = view.n_classes, direction.size
-            a = np.einsum("kcmh,m->kch", t.D.reshape(-1, n_c, M, n_c), direction)
+                return np.einsum("kch,khc->k", t.K, t.G2)
+            n_c = view.n_classes
+            a = (view.eigenvectors[chunk] @ weighted).reshape(-1, n_c, n_c)
             return np.einsum("kch,khg,kcg->k", a, t.K, a)
         t = _rank_one_terms(view, chunk)
         weight = t.curv / (1.0 + t.curv * t.s)
@@ -257,12 +303,13 @@ def look_ahead(view: PosteriorView, node) -> PosteriorView:
     """
     nodes = np.array([node], dtype=np.intp)
     if view.loss == "ce":
-        t = _ce_terms(view, nodes)
-        D, n_c = t.D[0], view.n_classes
-        M = view.eigenvectors.shape[1]
-        delta = -D @ t.step[0]
-        coef = view.coef + delta.reshape(n_c, M).T
-        cov = view.cov - D @ t.K[0] @ D.T
+        n_c, M = view.n_classes, view.eigenvectors.shape[1]
+        v = view.eigenvectors[node]
+        D = view.cov.reshape(M * n_c, n_c, M) @ v  # C V_k', (M n_c, n_c)
+        G = np.einsum("cmh,m->ch", D.reshape(n_c, M, n_c), v)[None] / view.gamma**2
+        K, step = _ce_solves(view, (v @ view.coef)[None], G)
+        coef = view.coef - (D @ step[0]).reshape(n_c, M).T
+        cov = view.cov - D @ K[0] @ D.T
     else:
         t = _rank_one_terms(view, nodes)
         Cv = t.Cv[0]
