@@ -27,8 +27,12 @@ from scipy.special import entr
 from ._threads import small_algebra, with_small_algebra
 from .losses import LOSSES
 
-#: Candidates are scored in chunks of this many (bounds the memory of ce).
+#: ce candidates are scored in chunks of this many, in parallel threads (its
+#: per-candidate work is ~M^2 n_c^2); the rank-one losses in chunks of
+#: ``RANK_ONE_CHUNK`` in the calling thread (a thread pool costs more than
+#: their ~M^2 per candidate gains).
 CHUNK = 1024
+RANK_ONE_CHUNK = 16384
 
 
 @dataclass(frozen=True)
@@ -78,22 +82,26 @@ class PosteriorView:
         return self.eigenvectors.sum(axis=0)
 
 
-def _by_chunks(score_chunk, nodes):
-    """Apply ``score_chunk`` to the candidates ``CHUNK`` at a time; concatenate.
+def _by_chunks(score_chunk, nodes, *, parallel):
+    """Apply ``score_chunk`` to the candidates a chunk at a time; concatenate.
 
-    Chunks run on a pool of ``os.cpu_count()`` threads, each with a
-    single-threaded BLAS (numpy releases the GIL in its kernels): parallel on
-    an idle machine, and no spinning BLAS threads on a busy one.
+    With ``parallel`` (ce), chunks of ``CHUNK`` run on a pool of
+    ``os.cpu_count()`` threads, each with a single-threaded BLAS (numpy
+    releases the GIL in its kernels): parallel on an idle machine, and no
+    spinning BLAS threads on a busy one.
     """
     nodes = np.asarray(nodes, dtype=np.intp)
-    starts = range(0, nodes.size, CHUNK)
+    size = CHUNK if parallel else RANK_ONE_CHUNK
+    starts = range(0, nodes.size, size)
     with small_algebra():
         if len(starts) <= 1:
             parts = [score_chunk(nodes)]
+        elif not parallel:
+            parts = [score_chunk(nodes[s : s + size]) for s in starts]
         else:
             workers = min(len(starts), os.cpu_count() or 1)
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                parts = list(pool.map(lambda s: score_chunk(nodes[s : s + CHUNK]), starts))
+                parts = list(pool.map(lambda s: score_chunk(nodes[s : s + size]), starts))
     return np.concatenate(parts) if parts else np.empty(0)
 
 
@@ -209,7 +217,7 @@ def model_change(view: PosteriorView, nodes):
         grad_norm = np.abs(t.grad) if t.grad.ndim == 1 else np.linalg.norm(t.grad, axis=1)
         return grad_norm / (1.0 + t.curv * t.s) * np.linalg.norm(t.Cv, axis=1)
 
-    return _by_chunks(score_chunk, nodes)
+    return _by_chunks(score_chunk, nodes, parallel=view.loss == "ce")
 
 
 def _covariance_drop(view: PosteriorView, nodes, direction):
@@ -239,7 +247,7 @@ def _covariance_drop(view: PosteriorView, nodes, direction):
             return weight * np.einsum("km,km->k", t.Cv, t.Cv)
         return weight * (t.Cv @ direction) ** 2
 
-    return _by_chunks(score_chunk, nodes)
+    return _by_chunks(score_chunk, nodes, parallel=view.loss == "ce")
 
 
 def vopt(view: PosteriorView, nodes):
