@@ -23,7 +23,8 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[bench]"
-	$(PY) benchmarks/bench_core.py
+	$(PY) benchmarks/bench_core.py --sizes 10000 70000 --out benchmarks/results
+	$(PY) benchmarks/bench_al.py --sizes 10000 70000 --iterations 20 --out benchmarks/results
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

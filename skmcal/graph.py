@@ -10,6 +10,7 @@ that uses the same nodes and graph parameters.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import warnings
 from collections import OrderedDict
@@ -244,9 +245,13 @@ class GraphParams:
     random_state: object = None
     n_jobs: object = None
 
+    @functools.cached_property
+    def _neighbors_hash(self):
+        return None if self.neighbors is None else joblib.hash(self.neighbors)
+
     def key(self, digest):
         """Content key of the graph of these parameters on nodes of ``digest``."""
-        neighbors = None if self.neighbors is None else joblib.hash(self.neighbors)
+        neighbors = self._neighbors_hash
         seed = self.random_state
         return (
             digest,

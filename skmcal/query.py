@@ -84,7 +84,9 @@ def _pool_nodes(clf: SpectralGraphClassifier, X_pool):
 
 def _candidate_rows(pool_nodes, labeled_nodes, candidates, n_instances, rng):
     """Rows of ``X_pool`` to score: unlabeled, then subsampled as asked."""
-    unlabeled = np.flatnonzero(~np.isin(pool_nodes, labeled_nodes))
+    labeled = np.zeros(pool_nodes.max(initial=0) + 1, dtype=bool)
+    labeled[labeled_nodes[labeled_nodes < labeled.size]] = True
+    unlabeled = np.flatnonzero(~labeled[pool_nodes])
     if candidates is None:
         rows = unlabeled
     elif isinstance(candidates, (Real, Integral)) and not isinstance(candidates, bool):
