@@ -564,12 +564,12 @@ def bench_size(X_all, y_all, N, args, knn_kind, warmup) -> dict:
         clf.fit(X_lab, y_fit)  # untimed first call (cache already holds the graph)
         quiet(f"N={N} fit {loss}")
         with instrument(skc, ["fit_posterior"]) as (tot_c, calls_c), Contention() as cont:
-            med, best, times = median_time(lambda: clf.fit(X_lab, y_fit), args.repeats)
+            med, best, times = median_time(lambda c=clf, y=y_fit: c.fit(X_lab, y), args.repeats)
         st = None
         if args.alt_threads_fits:
             with alt_blas_threads(), Contention() as cont1:
                 clf.fit(X_lab, y_fit)
-                st = median_time(lambda: clf.fit(X_lab, y_fit), args.repeats)
+                st = median_time(lambda c=clf, y=y_fit: c.fit(X_lab, y), args.repeats)
         acc = float(np.mean(clf.transduction_[unl] == y_ref[unl]))
         res["fits"][loss] = {
             "classes": int(np.unique(y_fit).size), "median_s": med, "min_s": best,
@@ -603,8 +603,9 @@ def bench_size(X_all, y_all, N, args, knn_kind, warmup) -> dict:
         quiet(f"N={N} GridSearchCV {loss} warm")
         gss = []
         with Contention() as cont:
-            med, best, times = median_time(lambda: gss.append(run_gs(nodes, loss)),
-                                           args.gs_repeats)
+            med, best, times = median_time(
+                lambda out=gss, name=loss: out.append(run_gs(nodes, name)), args.gs_repeats
+            )
         gs = gss[-1]
         cvr = gs.cv_results_
         n_splits = cv.get_n_splits()
@@ -616,7 +617,7 @@ def bench_size(X_all, y_all, N, args, knn_kind, warmup) -> dict:
             "sum_score_s": float(np.sum(cvr["mean_score_time"]) * n_splits),
             "fit_time_by_params_ms": {
                 f"tau={p['tau']},gamma={p['gamma']}": round(1e3 * float(t), 1)
-                for p, t in zip(cvr["params"], cvr["mean_fit_time"])},
+                for p, t in zip(cvr["params"], cvr["mean_fit_time"], strict=False)},
             "best_params": gs.best_params_, "best_cv_score": float(gs.best_score_),
             "graph_builds_warm": skg.GRAPH_CACHE.builds - b0,
             "max_rss_mib_after": rss_mib(), "other_processes_cores": cont.other_cores,
@@ -758,7 +759,7 @@ def render(meta: dict, results: list[dict], args) -> str:
                                              for p in P])
     row(f"spectrum ({N_EIGS} eigenpairs, ARPACK)", [med_of(b["spectrum"]) for b in B])
     vals, st = [], "n/a"
-    for r, b in zip(results, B):
+    for r, b in zip(results, B, strict=False):
         vals.append(med_of(b["total"]))
         good = [v for v in b["total"] if v is not None]
         if r["N"] == 70000 and good:
@@ -767,7 +768,8 @@ def render(meta: dict, results: list[dict], args) -> str:
         f"≤ {TARGET_GRAPH_SPECTRUM_S:.0f} s at 70k (median)", st)
     if any("compare_knn" in r for r in results):
         row("[compare] graph with pynndescent kNN (build / query; edge recall vs exact)", [
-            (f"{_fmt_s(r['compare_knn']['time_s'])} ({_fmt_s(r['compare_knn']['knn_index_build_s'])}"
+            (f"{_fmt_s(r['compare_knn']['time_s'])} "
+             f"({_fmt_s(r['compare_knn']['knn_index_build_s'])}"
              f" / {_fmt_s(r['compare_knn']['knn_query_s'])}; "
              f"{r['compare_knn']['edge_recall_vs_exact']:.3f})") if "compare_knn" in r else "–"
             for r in results])
@@ -793,13 +795,15 @@ def render(meta: dict, results: list[dict], args) -> str:
     row("GridSearchCV ce 3x3x3, cold (empty cache, NodeSet + 1 graph build)",
         [_fmt_s(e.get("cold_s")) for e in g])
     ratios_cold = [e.get("cold_s", float("nan")) / r["cold_fit"]["total_s"]
-                   for e, r in zip(g, results)]
+                   for e, r in zip(g, results, strict=False)]
     row("ratio GS cold / cold single fit", [f"{x:.2f}x" for x in ratios_cold],
         f"≤ {TARGET_GS_RATIO:.0f}x", " / ".join(_status(x <= TARGET_GS_RATIO) for x in ratios_cold))
-    ratios_wc = [e["median_s"] / r["cold_fit"]["total_s"] for e, r in zip(g, results)]
+    ratios_wc = [e["median_s"] / r["cold_fit"]["total_s"] for e, r in zip(g, results, strict=False)]
     row("ratio GS warm / cold single fit", [f"{x:.3f}x" for x in ratios_wc],
         f"≤ {TARGET_GS_RATIO:.0f}x", " / ".join(_status(x <= TARGET_GS_RATIO) for x in ratios_wc))
-    ratios_ww = [e["median_s"] / r["fits"]["ce"]["median_s"] for e, r in zip(g, results)]
+    ratios_ww = [
+        e["median_s"] / r["fits"]["ce"]["median_s"] for e, r in zip(g, results, strict=False)
+    ]
     row("ratio GS warm / warm single ce fit (28 fits + 27 scorings inside)",
         [f"{x:.1f}x" for x in ratios_ww], f"≤ {TARGET_GS_RATIO:.0f}x (honest check)",
         " / ".join(_status(x <= TARGET_GS_RATIO) for x in ratios_ww))
@@ -808,7 +812,7 @@ def render(meta: dict, results: list[dict], args) -> str:
     gm = [r["gridsearch"]["mgr"] for r in results]
     row("GridSearchCV mgr 3x3x3, warm cache (ratio to warm mgr fit)", [
         f"{_fmt_s(e['median_s'])} ({e['median_s'] / r['fits']['mgr']['median_s']:.1f}x)"
-        for e, r in zip(gm, results)])
+        for e, r in zip(gm, results, strict=False)])
     lines.append("")
 
     # memory
@@ -900,7 +904,8 @@ def render(meta: dict, results: list[dict], args) -> str:
                if "transformer_self_in_row_frac" in gi else ""))
         lines.append(
             f"  cold fit {_fmt_s(cf['total_s'])} = NodeSet {_fmt_s(cf['nodeset_s'])} + "
-            f"build_graph {_fmt_s(cf['build_graph_s'])} (kNN build {_fmt_s(cf['knn_index_build_s'])}"
+            f"build_graph {_fmt_s(cf['build_graph_s'])} "
+            f"(kNN build {_fmt_s(cf['knn_index_build_s'])}"
             f", kNN query {_fmt_s(cf['knn_query_s'])}, _affinity {_fmt_s(cf['affinity_s'])}, "
             f"spectrum {_fmt_s(cf['spectrum_s'])}) + ce solver {_fmt_s(cf['solver_s'])} + rest "
             f"{_fmt_s(cf['fit_s'] - (cf['build_graph_s'] or 0) - (cf['solver_s'] or 0))}; "
