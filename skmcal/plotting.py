@@ -36,6 +36,9 @@ _BINARY_COLORS = ("#d62728", "#1f77b4")
 _MULTICLASS_LOSSES = ("mgr", "ce")
 
 
+_LINE_STYLES = ("-", "--", ":", "-.")
+
+
 def _figure(n_rows=1, n_cols=1, *, size=(6.4, 4.8)):
     """A figure on an Agg canvas with a grid of axes (always a 2-D array)."""
     try:
@@ -100,12 +103,14 @@ def plot_accuracy(
         raise ValueError("plot_accuracy: results is empty.")
     fig, axes = _figure()
     ax = axes[0, 0]
-    for strategy in pd.unique(results["strategy"]):
+    for number, strategy in enumerate(pd.unique(results["strategy"])):
         part = results[results["strategy"] == strategy]
         grouped = part.groupby("n_labeled")["accuracy"]
         mean, std = grouped.mean(), grouped.std(ddof=0)
         x, mean, std = mean.index.to_numpy(), mean.to_numpy(), std.to_numpy()
-        (line,) = ax.plot(x, mean, label=str(strategy), linewidth=1.6)
+        # Colours repeat after 10 curves: every further 10 get another line style.
+        style = _LINE_STYLES[(number // 10) % len(_LINE_STYLES)]
+        (line,) = ax.plot(x, mean, label=str(strategy), linewidth=1.6, linestyle=style)
         ax.fill_between(x, mean - std, mean + std, color=line.get_color(), alpha=0.2, lw=0)
     n_trials = results["trial"].nunique()
     ax.set_xlabel("number of labeled points")
