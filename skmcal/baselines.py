@@ -128,7 +128,7 @@ from sklearn.utils import check_random_state
 
 from ._threads import small_algebra
 from .classifier import SpectralGraphClassifier, _unlabeled_mask
-from .query import BATCH_MODES, _candidate_rows, _classifier, _pool_nodes
+from .query import BATCH_MODES, _candidate_rows, _choose, _classifier, _pool_nodes
 
 __all__ = [
     "BASELINES",
@@ -239,7 +239,7 @@ def _labeled_codes(clf: SpectralGraphClassifier, learner, labels, who: str) -> n
 
 
 def _query(scorer, clf, X_pool, n_instances, candidates, batch, random_state):
-    """Candidates, scores, top-k or greedy batch, as :func:`skmcal.query._select`.
+    """Candidates, scores, top-k or greedy batch through :func:`skmcal.query._choose`.
 
     ``scorer`` has ``scores(nodes) -> ndarray`` and ``add(node) -> scorer``
     (the model with ``node`` labeled, for greedy batches).
@@ -247,23 +247,16 @@ def _query(scorer, clf, X_pool, n_instances, candidates, batch, random_state):
     rng = check_random_state(random_state)
     pool_nodes = _pool_nodes(clf, X_pool)
     rows = _candidate_rows(pool_nodes, clf.labeled_nodes_, candidates, n_instances, rng)
-    # A random order of the candidates breaks ties at random in the stable sort.
-    rows = rows[rng.permutation(rows.size)]
-    if batch == "topk" or n_instances == 1:
-        scores = scorer.scores(pool_nodes[rows])
-        best = np.argsort(-scores, kind="stable")[:n_instances]
-        return rows[best], scores[best]
-    chosen, chosen_scores = [], []
-    available = np.ones(rows.size, dtype=bool)
-    for _ in range(n_instances):
-        scores = scorer.scores(pool_nodes[rows[available]])
-        pick = np.argsort(-scores, kind="stable")[0]
-        position = np.flatnonzero(available)[pick]
-        chosen.append(rows[position])
-        chosen_scores.append(scores[pick])
-        available[position] = False
-        scorer = scorer.add(pool_nodes[rows[position]])
-    return np.array(chosen, dtype=np.intp), np.array(chosen_scores)
+    return _choose(
+        scorer,
+        lambda state, nodes: state.scores(nodes),
+        lambda state, node: state.add(node),
+        pool_nodes,
+        rows,
+        n_instances,
+        batch,
+        rng,
+    )
 
 
 # --------------------------------------------------------------------------

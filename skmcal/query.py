@@ -122,6 +122,32 @@ def _candidate_rows(pool_nodes, labeled_nodes, candidates, n_instances, rng):
     return rows
 
 
+def _choose(state, score, advance, pool_nodes, rows, n_instances, batch, rng):
+    """Top-k or greedy choice of ``n_instances`` among the candidate ``rows``.
+
+    ``score(state, nodes)`` gives the acquisition values of nodes;
+    ``advance(state, node)`` the state with ``node`` added (greedy batches).
+    Shared by the spectral strategies and the baselines (:mod:`skmcal.baselines`).
+    """
+    # A random order of the candidates breaks ties at random in the stable sort.
+    rows = rows[rng.permutation(rows.size)]
+    if batch == "topk" or n_instances == 1:
+        scores = score(state, pool_nodes[rows])
+        best = np.argsort(-scores, kind="stable")[:n_instances]
+        return rows[best], scores[best]
+    chosen, chosen_scores = [], []
+    available = np.ones(rows.size, dtype=bool)
+    for _ in range(n_instances):
+        scores = score(state, pool_nodes[rows[available]])
+        pick = np.argsort(-scores, kind="stable")[0]
+        position = np.flatnonzero(available)[pick]
+        chosen.append(rows[position])
+        chosen_scores.append(scores[pick])
+        available[position] = False
+        state = advance(state, pool_nodes[rows[position]])
+    return np.array(chosen, dtype=np.intp), np.array(chosen_scores)
+
+
 def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_state):
     """Shared body of every strategy: candidates, scores, top-k or greedy batch."""
     if not isinstance(n_instances, Integral) or n_instances < 1:
@@ -132,24 +158,8 @@ def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_st
     rng = check_random_state(random_state)
     pool_nodes = _pool_nodes(clf, X_pool)
     rows = _candidate_rows(pool_nodes, clf.labeled_nodes_, candidates, n_instances, rng)
-    # A random order of the candidates breaks ties at random in the stable sort.
-    rows = rows[rng.permutation(rows.size)]
     view = PosteriorView.from_classifier(clf)
-    if batch == "topk" or n_instances == 1:
-        scores = score_fn(view, pool_nodes[rows])
-        best = np.argsort(-scores, kind="stable")[:n_instances]
-        return rows[best], scores[best]
-    chosen, chosen_scores = [], []
-    available = np.ones(rows.size, dtype=bool)
-    for _ in range(n_instances):
-        scores = score_fn(view, pool_nodes[rows[available]])
-        pick = np.argsort(-scores, kind="stable")[0]
-        position = np.flatnonzero(available)[pick]
-        chosen.append(rows[position])
-        chosen_scores.append(scores[pick])
-        available[position] = False
-        view = look_ahead(view, pool_nodes[rows[position]])
-    return np.array(chosen, dtype=np.intp), np.array(chosen_scores)
+    return _choose(view, score_fn, look_ahead, pool_nodes, rows, n_instances, batch, rng)
 
 
 def model_change(
