@@ -936,27 +936,22 @@ def run_experiment(
             bar.close()
 
     order = {lab: i for i, lab in enumerate(labels)}
-    results_df = pd.DataFrame(results, columns=list(RESULT_COLUMNS))
-    results_df = (
-        results_df.sort_values(
+
+    def in_run_order(rows, columns, dtypes):
+        frame = pd.DataFrame(rows, columns=list(columns)).sort_values(
             ["trial", "strategy", "iteration"],
             key=lambda col: col.map(order) if col.name == "strategy" else col,
             kind="stable",
         )
-        .reset_index(drop=True)
-        .astype(
-            {"trial": int, "iteration": int, "n_labeled": int, "accuracy": float, "time": float}
-        )
+        return frame.reset_index(drop=True).astype(dtypes)
+
+    results_df = in_run_order(
+        results,
+        RESULT_COLUMNS,
+        {"trial": int, "iteration": int, "n_labeled": int, "accuracy": float, "time": float},
     )
-    choices_df = pd.DataFrame(choices, columns=list(CHOICE_COLUMNS))
-    choices_df = (
-        choices_df.sort_values(
-            ["trial", "strategy", "iteration"],
-            key=lambda col: col.map(order) if col.name == "strategy" else col,
-            kind="stable",
-        )
-        .reset_index(drop=True)
-        .astype({"trial": int, "iteration": int, "node": int})
+    choices_df = in_run_order(
+        choices, CHOICE_COLUMNS, {"trial": int, "iteration": int, "node": int}
     )
     return ExperimentResult(
         results=results_df,
