@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .experiment import DATASETS, STRATEGIES, ExperimentResult, run_experiment
+from .experiment import DATASETS, NEIGHBORS, STRATEGIES, ExperimentResult, run_experiment
 from .losses import LOSSES
 
 __all__ = ["DEMO_STRATEGIES", "format_summary", "main"]
@@ -172,6 +172,14 @@ def _build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="kNN neighbours; auto: 15 for samson, else 10",
     )
+    run.add_argument(
+        "--neighbors",
+        default="exact",
+        choices=NEIGHBORS,
+        help="kNN search: exact (scikit-learn; the default) or pynndescent (approximate, "
+        "for tens of thousands of points; needs pip install skmcal[fast]; compiles for "
+        "~30 s on first use)",
+    )
     run.add_argument("--n-eigs", type=int, default=50, help="eigenpairs kept (50)")
     run.add_argument(
         "--initial",
@@ -256,7 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     -------
     int
         The exit status: 0, or 2 when the settings are invalid, the data
-        are missing, or ``--out`` holds a run with other settings.
+        or an optional package (pynndescent) are missing, or ``--out`` holds
+        a run with other settings.
     """
     args = _build_parser().parse_args(argv)
     progress = not args.no_progress
@@ -278,6 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "gamma": args.gamma,
             "kernel": args.kernel,
             "n_neighbors": args.n_neighbors,
+            "neighbors": args.neighbors,
             "n_eigs": args.n_eigs,
             "n_initial": args.initial,
             "candidates": args.candidates,
@@ -295,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress=progress,
             **options,
         )
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, FileNotFoundError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     _report(result, out, plots=plots)

@@ -56,6 +56,7 @@ from .query import model_change, random_sampling, sopt, uncertainty, vopt
 
 __all__ = [
     "DATASETS",
+    "NEIGHBORS",
     "RESULT_COLUMNS",
     "CHOICE_COLUMNS",
     "STRATEGIES",
@@ -112,6 +113,10 @@ DATASETS: dict[str, dict[str, Any]] = {
 
 #: Defaults of a data set given as an ``(X, y)`` pair.
 _CUSTOM_DEFAULTS = {"kernel": "gaussian", "n_neighbors": 10, "n_initial": 2}
+
+#: kNN searches known by name (``neighbors=`` of :func:`run_experiment`):
+#: exact neighbours by scikit-learn, or pynndescent's approximate ones.
+NEIGHBORS = ("exact", "pynndescent")
 
 
 # --------------------------------------------------------------------------
@@ -373,6 +378,61 @@ def _check_positive_or_auto(value, name):
     return float(value)
 
 
+def _check_neighbors(neighbors):
+    """Check a kNN search given by name, and that pynndescent imports when named.
+
+    An estimator is checked by the classifier.
+    """
+    if isinstance(neighbors, str):
+        if neighbors not in NEIGHBORS:
+            raise ValueError(
+                f"neighbors must be None, one of {', '.join(map(repr, NEIGHBORS))}, or a "
+                f"KNeighborsTransformer-like estimator; got {neighbors!r}."
+            )
+        if neighbors == "pynndescent":
+            _import_pynndescent()
+
+
+def _import_pynndescent():
+    try:
+        import pynndescent
+    except ImportError as exc:
+        raise ImportError(
+            "neighbors='pynndescent' needs the optional package pynndescent, which is not "
+            "installed; install it with `pip install skmcal[fast]` (or `pip install "
+            "pynndescent`), or use neighbors='exact'."
+        ) from exc
+    return pynndescent
+
+
+def _neighbors_estimator(neighbors, *, kernel, n_neighbors, n_nodes, seed):
+    """The ``neighbors`` of the classifiers: None (exact), a PyNNDescentTransformer, or as given.
+
+    ``PyNNDescentTransformer(n_neighbors=k).fit_transform`` gives each node
+    itself plus its ``k`` nearest other nodes (it searches ``k + 1``, as
+    scikit-learn's transformers do); the graph drops the node itself and
+    needs ``n_neighbors`` others, and ``scale_neighbor`` of them for the
+    local scales of the Gaussian kernel. So ``k`` is the larger of the two.
+    """
+    if neighbors is None or neighbors == "exact":
+        return None
+    if not isinstance(neighbors, str):
+        return neighbors
+    if kernel == "precomputed":
+        raise ValueError(
+            "neighbors='pynndescent' searches the neighbours of feature vectors, but "
+            "kernel='precomputed' gives the affinities; use neighbors='exact'."
+        )
+    needed = n_neighbors
+    if kernel == "gaussian":
+        needed = max(needed, SpectralGraphClassifier().scale_neighbor)
+    return _import_pynndescent().PyNNDescentTransformer(
+        n_neighbors=min(needed, n_nodes - 1),
+        metric="cosine" if kernel == "cosine" else "euclidean",
+        random_state=seed,
+    )
+
+
 def _resolve_dataset(dataset, n_samples, data_home):
     """``(name, X, y, defaults)`` of a named data set or an ``(X, y)`` pair."""
     if isinstance(dataset, str):
@@ -627,7 +687,7 @@ def run_experiment(
     kernel: str = "auto",
     n_neighbors: int | str = "auto",
     n_eigs: int = 50,
-    neighbors: Any = None,
+    neighbors: Any = "exact",
     n_initial: int | str = "auto",
     batch_size: int = 5,
     iterations: int = 100,
@@ -675,9 +735,18 @@ def run_experiment(
         "auto": 15 for ``samson``, 10 otherwise (the paper).
     n_eigs : int, default=50
         Eigenpairs kept.
-    neighbors : estimator or None, default=None
-        A ``KNeighborsTransformer``-compatible object for the kNN search
-        (see :class:`~skmcal.SpectralGraphClassifier`).
+    neighbors : {"exact", "pynndescent"}, estimator or None, default="exact"
+        The kNN search of the graph. "exact" (or None): scikit-learn's exact
+        neighbours, the classifier's default. "pynndescent": approximate
+        neighbours by ``pynndescent.PyNNDescentTransformer`` (much faster on
+        tens of thousands of points; its first call compiles numba code for
+        about 30 s), with ``n_neighbors`` set to what the graph needs (the
+        larger of ``n_neighbors`` and the Gaussian kernel's scale neighbour),
+        the cosine metric for ``kernel="cosine"``, and
+        ``random_state=seed``; needs ``pip install skmcal[fast]``. Or any
+        ``KNeighborsTransformer``-compatible object (see
+        :class:`~skmcal.SpectralGraphClassifier`). Recorded in the config
+        (None for exact, the name, or the estimator's repr).
     n_initial : int or "auto", default="auto"
         Initial labels per class; "auto": 1 for ``binary-clusters`` (the
         paper's two initial labels), 2 otherwise.
@@ -717,6 +786,8 @@ def run_experiment(
     ------
     ValueError
         On invalid settings, or when ``out`` holds a run with other settings.
+    ImportError
+        When ``neighbors="pynndescent"`` and pynndescent is not installed.
 
     Examples
     --------
@@ -737,6 +808,7 @@ def run_experiment(
     candidates = _check_candidates(candidates)
     tau = _check_positive_or_auto(tau, "tau")
     gamma = _check_positive_or_auto(gamma, "gamma")
+    _check_neighbors(neighbors)
     if n_samples is not None:
         n_samples = _check_int(n_samples, "n_samples", 2)
     if isinstance(strategies, str):
@@ -794,6 +866,14 @@ def run_experiment(
             "(at least one must stay unlabeled)."
         )
 
+    knn = _neighbors_estimator(
+        neighbors, kernel=kernel, n_neighbors=n_neighbors, n_nodes=n_nodes, seed=seed
+    )
+    # Exact neighbours are recorded as None, as in the configs written before the names.
+    neighbors_config = (
+        None if knn is None else neighbors if isinstance(neighbors, str) else repr(neighbors)
+    )
+
     config = {
         "dataset": name,
         "n_samples": n_samples,
@@ -805,7 +885,7 @@ def run_experiment(
         "kernel": kernel,
         "n_neighbors": n_neighbors,
         "n_eigs": n_eigs,
-        "neighbors": None if neighbors is None else repr(neighbors),
+        "neighbors": neighbors_config,
         "loss": loss,
         "tau": tau,
         "gamma": gamma,
@@ -850,7 +930,7 @@ def run_experiment(
             kernel=kernel,
             n_neighbors=n_neighbors,
             n_eigs=n_eigs,
-            neighbors=neighbors,
+            neighbors=knn,
             tau=tau,
             gamma=gamma,
         )

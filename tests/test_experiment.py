@@ -1,11 +1,15 @@
 """Tests of the experiment runner, its plots and the command line (tiny runs only)."""
 
 import json
+import sys
+import types
 
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.datasets import make_blobs
+from sklearn.neighbors import KNeighborsTransformer
 
 from skmcal.cli import main
 from skmcal.experiment import (
@@ -16,6 +20,7 @@ from skmcal.experiment import (
     run_experiment,
     summarize,
 )
+from skmcal.graph import clear_graph_cache
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 STRATS = ["mc:gr", "rand:gr"]
@@ -106,6 +111,66 @@ def test_plots_are_png(reference, tmp_path):
         plot_choices(np.zeros((3, 3)), [0, 1, 0], mapping, tmp_path / "bad.png")
     with pytest.raises(ValueError, match="columns"):
         plot_timing(timings.rename(columns={"N": "n"}), tmp_path / "bad.png")
+
+
+def test_plot_timing_reference_and_unit(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from matplotlib.colors import to_rgb
+
+    from skmcal import plotting
+
+    sizes = [1000, 10000]
+    ours = pd.DataFrame(
+        [
+            {"strategy": f"{name}:{loss}", "N": n, "ms": 1.0 + i + n / 1000}
+            for i, (name, loss) in enumerate(
+                [(name, loss) for name in ("mc", "vopt", "unc") for loss in ("gr", "ce")]
+            )
+            for n in sizes
+        ]
+    )
+    gl = pd.DataFrame(
+        [
+            {"strategy": f"graphlearning {acq} ({c} classes)", "N": n, "ms": 100.0 * n / 1000}
+            for acq in ("model_change", "var_opt", "sigma_opt")
+            for c in (2, 10)
+            for n in sizes
+        ]
+    )
+    path = plotting.plot_timing(
+        ours, tmp_path / "t.png", time_col="ms", unit="ms", reference=gl, title="T"
+    )
+    assert_png(path)
+
+    # The figure itself, before it is saved.
+    monkeypatch.setattr(plotting, "_save", lambda fig, path, dpi: fig)
+    fig = plotting.plot_timing(ours, tmp_path / "t.png", time_col="ms", unit="ms", reference=gl)
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "milliseconds per iteration"
+    lines = {bars.get_label(): bars.lines[0] for bars in ax.containers}  # one per errorbar
+    assert list(lines) == [*ours["strategy"].unique(), *gl["strategy"].unique()]
+    assert lines["mc:gr"].get_color() == lines["mc:ce"].get_color() != lines["vopt:gr"].get_color()
+    assert (
+        lines["mc:gr"].get_marker() == lines["vopt:gr"].get_marker() != lines["mc:ce"].get_marker()
+    )
+    assert lines["mc:gr"].get_linestyle() == "-" and lines["mc:ce"].get_linestyle() == "--"
+    for label in gl["strategy"].unique():
+        assert lines[label].get_linestyle() == ":"
+        red, green, blue = to_rgb(lines[label].get_color())
+        assert red == green == blue  # grey
+    # 12 lines: the legend is beside the axes.
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == list(lines)
+    # Without a reference and in seconds: as before.
+    fig = plotting.plot_timing(ours.rename(columns={"ms": "seconds"}), tmp_path / "s.png")
+    assert fig.axes[0].get_ylabel() == "seconds per iteration"
+    assert len(fig.axes[0].containers) == 6 and not fig.legends  # legend inside the axes
+
+    with pytest.raises(ValueError, match=r"unit must be one of \['s', 'ms'\]; got 'min'"):
+        plotting.plot_timing(ours, tmp_path / "x.png", time_col="ms", unit="min")
+    with pytest.raises(ValueError, match=r"reference.*columns"):
+        plotting.plot_timing(ours, tmp_path / "x.png", time_col="ms", reference=gl[["N", "ms"]])
+    with pytest.raises(ValueError, match="positive, finite"):
+        plotting.plot_timing(ours, tmp_path / "x.png", time_col="ms", reference=gl.assign(ms=0.0))
 
 
 def _truncate(path, keep_lines, extra_chars):
@@ -263,3 +328,108 @@ def test_cli_run_and_demo(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "mc:probit" in printed and "plot:" in printed
     assert_png(demo_out / "accuracy.png")
+
+
+class FakePyNNDescentTransformer(TransformerMixin, BaseEstimator):
+    """Stands in for pynndescent's transformer (no numba compilation): the same
+    contract, with exact neighbours. ``fit_transform`` gives each point itself
+    plus its ``n_neighbors`` nearest others, as pynndescent's does. Records the
+    parameters of every fit in ``fits``."""
+
+    fits: list = []
+
+    def __init__(self, n_neighbors=30, metric="euclidean", random_state=None):
+        self.n_neighbors = n_neighbors
+        self.metric = metric
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        type(self).fits.append(self.get_params())
+        self.knn_ = KNeighborsTransformer(n_neighbors=self.n_neighbors, metric=self.metric)
+        self.knn_.fit(X)
+        return self
+
+    def transform(self, X):
+        return self.knn_.transform(X)
+
+
+@pytest.fixture
+def fake_pynndescent(monkeypatch):
+    """``import pynndescent`` gives a module holding the fake transformer; its fits."""
+    module = types.ModuleType("pynndescent")
+    module.PyNNDescentTransformer = FakePyNNDescentTransformer
+    monkeypatch.setitem(sys.modules, "pynndescent", module)
+    fits = []
+    monkeypatch.setattr(FakePyNNDescentTransformer, "fits", fits)
+    clear_graph_cache()  # so that every graph of the test is built, not taken from the cache
+    yield fits
+    clear_graph_cache()
+
+
+BLOBS = make_blobs(150, centers=3, cluster_std=1.0, random_state=0)
+BLOBS_RUN = {"strategies": ["mc"], "batch_size": 2, "iterations": 2, "trials": 1, "progress": False}
+
+
+def test_neighbors_pynndescent_reaches_the_classifier(fake_pynndescent, tmp_path):
+    exact = run_experiment(BLOBS, n_neighbors=7, seed=3, **BLOBS_RUN)
+    assert exact.config["neighbors"] is None and fake_pynndescent == []
+
+    approx = run_experiment(
+        BLOBS, n_neighbors=7, seed=3, neighbors="pynndescent", out=tmp_path, **BLOBS_RUN
+    )
+    # One graph, shared by every fit; k = n_neighbors besides each point itself.
+    assert fake_pynndescent == [{"n_neighbors": 7, "metric": "euclidean", "random_state": 3}]
+    assert approx.config["neighbors"] == "pynndescent"
+    assert json.loads((tmp_path / "config.json").read_text())["neighbors"] == "pynndescent"
+    # The fake's neighbours are exact, so the run is the exact one: self removed, k right.
+    pd.testing.assert_frame_equal(approx.results[OUTCOME], exact.results[OUTCOME])
+    pd.testing.assert_frame_equal(approx.choices, exact.choices)
+
+    with pytest.raises(ValueError, match=r"neighbors: 'pynndescent' there, None now"):
+        run_experiment(BLOBS, n_neighbors=7, seed=3, out=tmp_path, **BLOBS_RUN)
+
+    # The Gaussian kernel's local scale needs the 5th neighbour; cosine uses its metric.
+    run_experiment(BLOBS, n_neighbors=3, neighbors="pynndescent", **BLOBS_RUN)
+    run_experiment(BLOBS, n_neighbors=3, kernel="cosine", neighbors="pynndescent", **BLOBS_RUN)
+    assert fake_pynndescent[1:] == [
+        {"n_neighbors": 5, "metric": "euclidean", "random_state": 0},
+        {"n_neighbors": 3, "metric": "cosine", "random_state": 0},
+    ]
+    with pytest.raises(ValueError, match="kernel='precomputed' gives the affinities"):
+        run_experiment(
+            (np.eye(20), np.arange(20) % 2),
+            kernel="precomputed",
+            neighbors="pynndescent",
+            **BLOBS_RUN,
+        )
+
+
+def test_cli_neighbors_option(fake_pynndescent, tmp_path, capsys):
+    data = tmp_path / "blobs.npz"
+    np.savez(data, X=BLOBS[0], y=BLOBS[1])
+    out = tmp_path / "run"
+    argv = ["run", "--dataset", str(data), "--strategies", "mc", "--batch", "2",
+            "--iterations", "1", "--trials", "1", "--out", str(out), "--no-progress",
+            "--no-plots"]  # fmt: skip
+    assert main([*argv, "--neighbors", "pynndescent"]) == 0
+    assert fake_pynndescent == [{"n_neighbors": 10, "metric": "euclidean", "random_state": 0}]
+    assert json.loads((out / "config.json").read_text())["neighbors"] == "pynndescent"
+    capsys.readouterr()
+    assert main(argv) == 2  # --neighbors exact, the default
+    assert "neighbors: 'pynndescent' there, None now" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*argv, "--neighbors", "annoy"])
+    assert "invalid choice: 'annoy'" in capsys.readouterr().err
+
+
+def test_neighbors_pynndescent_missing_or_invalid(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "pynndescent", None)  # import pynndescent fails
+    with pytest.raises(ImportError, match=r"pip install skmcal\[fast\]"):
+        run_experiment(BLOBS, neighbors="pynndescent", **BLOBS_RUN)
+    argv = ["run", "--neighbors", "pynndescent", "--iterations", "1", "--trials", "1",
+            "--out", str(tmp_path / "run"), "--no-progress", "--no-plots"]  # fmt: skip
+    assert main(argv) == 2
+    assert "pip install skmcal[fast]" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(ValueError, match=r"one of 'exact', 'pynndescent'.*got 'annoy'"):
+        run_experiment(BLOBS, neighbors="annoy", **BLOBS_RUN)
