@@ -26,13 +26,20 @@ from scipy.special import entr
 
 from ._threads import small_algebra, with_small_algebra
 from .losses import LOSSES
+from .posterior import project_classes, zero_sum_basis
 
-#: ce candidates are scored in chunks of this many, in parallel threads (its
-#: per-candidate work is ~M^2 n_c^2); the rank-one losses in chunks of
-#: ``RANK_ONE_CHUNK`` in the calling thread (a thread pool costs more than
-#: their ~M^2 per candidate gains).
-CHUNK = 1024
-RANK_ONE_CHUNK = 16384
+#: The rank-one losses score ``SCORE_CHUNK`` candidates at a time in the
+#: calling thread (their work is ~M^2 per candidate; a thread pool would cost
+#: more than it gains). ce scores ``CE_CHUNK`` at a time (~M^2 n_c^2 each, and
+#: the chunk's arrays stay in cache) on a pool of ``os.cpu_count()`` threads.
+SCORE_CHUNK = 16384
+CE_CHUNK = 512
+
+#: ce with ``top``: above ``SCREEN_MIN`` candidates, screen in float32 and
+#: rescore in float64 those within ``SCREEN_RTOL`` (relative to the largest
+#: value) of the ``top``-th (see :func:`_ce_values`).
+SCREEN_MIN = 2048
+SCREEN_RTOL = 1e-3
 
 
 @dataclass(frozen=True)
@@ -82,24 +89,22 @@ class PosteriorView:
         return self.eigenvectors.sum(axis=0)
 
 
-def _by_chunks(score_chunk, nodes, *, parallel):
+def _by_chunks(score_chunk, nodes, *, parallel=False):
     """Apply ``score_chunk`` to the candidates a chunk at a time; concatenate.
 
-    With ``parallel`` (ce), chunks of ``CHUNK`` run on a pool of
-    ``os.cpu_count()`` threads, each with a single-threaded BLAS (numpy
-    releases the GIL in its kernels): parallel on an idle machine, and no
-    spinning BLAS threads on a busy one.
+    With ``parallel`` (ce), chunks of ``CE_CHUNK`` run on a pool of
+    ``os.cpu_count()`` threads (numpy releases the GIL in its kernels), each
+    with a single-threaded BLAS: parallel on an idle machine, and no spinning
+    BLAS threads on a busy one.
     """
     nodes = np.asarray(nodes, dtype=np.intp)
-    size = CHUNK if parallel else RANK_ONE_CHUNK
+    size = CE_CHUNK if parallel else SCORE_CHUNK
     starts = range(0, nodes.size, size)
+    workers = min(len(starts), os.cpu_count() or 1) if parallel else 1
     with small_algebra():
-        if len(starts) <= 1:
-            parts = [score_chunk(nodes)]
-        elif not parallel:
+        if workers <= 1:
             parts = [score_chunk(nodes[s : s + size]) for s in starts]
         else:
-            workers = min(len(starts), os.cpu_count() or 1)
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 parts = list(pool.map(lambda s: score_chunk(nodes[s : s + size]), starts))
     return np.concatenate(parts) if parts else np.empty(0)
@@ -136,130 +141,237 @@ def _rank_one_terms(view: PosteriorView, nodes) -> _Terms:
     return _Terms(grad=grad, curv=curv, Cv=Cv, s=s, pseudo=pseudo)
 
 
+def _spd_solve_batched(A, B):
+    """``A_k^-1 B_k`` for a stack of small symmetric positive definite matrices.
+
+    Batch-last layout: ``A`` is ``(n, n, K)`` and ``B`` is ``(n, r, K)``.
+    Gaussian elimination without pivoting (stable for positive definite
+    matrices), vectorised over the stack: a few numpy operations per row, each
+    over ``K`` contiguous values, instead of one LAPACK call per matrix.
+    """
+    A, X = A.copy(), B.copy()
+    n = A.shape[0]
+    for p in range(n - 1):
+        factor = A[p + 1 :, p] / A[p, p]
+        A[p + 1 :, p + 1 :] -= factor[:, None] * A[p, p + 1 :][None]
+        X[p + 1 :] -= factor[:, None] * X[p][None]
+    for p in range(n - 1, -1, -1):
+        if p < n - 1:
+            X[p] -= np.einsum("jk,jrk->rk", A[p, p + 1 :], X[p + 1 :])
+        X[p] /= A[p, p]
+    return X
+
+
 @dataclass
 class _CETerms:
-    """Per-candidate look-ahead quantities of ce (see :func:`_ce_terms`)."""
+    """Per-candidate look-ahead quantities of ce, on the zero-sum subspace.
 
-    G2: np.ndarray  # (K, n_c, n_c): V_k C^2 V_k' = D_k' D_k, with D_k = C V_k'
-    K: np.ndarray  # (K, n_c, n_c): (I + B G)^-1 B / gamma^2
-    step: np.ndarray  # (K, n_c): (I + B G)^-1 (pi - yhat) / gamma; the MAP moves by -D_k step
+    Batch-last: candidate ``k`` is the last index. With ``E`` the basis of
+    :func:`_zero_sum_basis`, ``V_k = I (x) v_k'``, ``G_k = V_k C V_k' / g^2``
+    and ``B_k = diag(pi_k) - pi_k pi_k'``: ``G2 = E' V_k C^2 V_k' E``,
+    ``K = E' (I + B_k G_k)^-1 B_k E / g^2`` (None when not asked for) and
+    ``step = E' (I + B_k G_k)^-1 (pi_k - yhat_k) / g``. The look-ahead MAP is
+    ``alpha - C V_k' E step`` and its covariance ``C - C V_k' E K E' V_k C``.
+    """
+
+    G2: np.ndarray  # (n_c - 1, n_c - 1, K)
+    K: np.ndarray | None  # (n_c - 1, n_c - 1, K)
+    step: np.ndarray  # (n_c - 1, K)
 
 
-def _ce_solves(view: PosteriorView, U, G):
-    """``(K, step)`` from latent rows ``U`` and ``G_k = V_k C V_k' / g^2``.
+def _ce_solves(view: PosteriorView, U, G, *, need_K=True):
+    """``(K, step)`` of :class:`_CETerms` from latent rows ``U`` and ``E' G_k E``.
 
-    No Cholesky factor of the singular ``B_k = diag(pi) - pi pi'`` is formed:
-    the look-ahead step is ``-(1/g) D_k (I + B_k G_k)^-1 (pi_k - yhat_k)`` and
-    the covariance drop ``D_k (I + B_k G_k)^-1 B_k D_k' / g^2``.
+    ``U`` is ``(K, n_c)``, ``G`` is ``(n_c - 1, n_c - 1, K)``. Every vector in
+    these formulas sums to zero over the classes (``B_k 1 = 0`` and ``pi_k -
+    yhat_k`` sums to 0), so they live on the zero-sum subspace, where ``C`` has
+    no flat direction. ``B_k = F F'`` with ``F = diag(s) (I - s s')``, ``s =
+    sqrt(pi_k)``; by Woodbury ``(I + B G)^-1 = I - F N^-1 F' G`` with ``N = I +
+    F' G F``, positive definite with eigenvalues >= 1 (no factor of the
+    singular ``B_k`` is needed), and ``(I + B G)^-1 B = F N^-1 F'``.
     """
     g, n_c = view.gamma, view.n_classes
+    E = zero_sum_basis(n_c).astype(G.dtype)
     Pi = LOSSES["ce"].proba(U, g)
     pseudo = np.eye(n_c)[np.argmax(U, axis=1)]
-    B = Pi[:, :, None] * (np.eye(n_c)[None] - Pi[:, None, :])
-    system = np.eye(n_c)[None] + B @ G
-    solved = np.linalg.solve(system, np.concatenate([B, (Pi - pseudo)[:, :, None]], axis=2))
-    return solved[:, :, :n_c] / g**2, solved[:, :, n_c] / g
+    s = np.sqrt(Pi).T.astype(G.dtype)  # (n_c, K)
+    F = -(s[:, None] * s[None, :]) * s[:, None]
+    F[np.arange(n_c), np.arange(n_c)] += s
+    F = np.tensordot(E, F, axes=([0], [0]))  # E' F, (n_c - 1, n_c, K)
+    residual = E.T @ (Pi - pseudo).T.astype(G.dtype)  # (n_c - 1, K)
+    GF = np.einsum("abk,bhk->ahk", G, F)
+    N = np.einsum("ahk,agk->hgk", F, GF)
+    N[np.arange(n_c), np.arange(n_c)] += 1.0
+    rhs = np.einsum("ahk,ak->hk", GF, residual)[:, None]
+    if need_K:
+        rhs = np.concatenate([rhs, F.transpose(1, 0, 2)], axis=1)
+    Z = _spd_solve_batched(N, rhs)
+    step = (residual - np.einsum("ahk,hk->ak", F, Z[:, 0])) / g
+    if not need_K:
+        return None, step
+    K = np.einsum("ahk,hbk->abk", F, Z[:, 1:]) / g**2
+    return 0.5 * (K + K.transpose(1, 0, 2)), step
 
 
 def _ce_form_coefficients(view: PosteriorView):
-    """Coefficients that turn products ``v_m v_m'`` into ``V_k C V_k' / g^2`` and ``V_k C^2 V_k'``.
+    """Coefficients that turn products ``v_m v_m'`` into ``E' G_k E`` and ``E' G2_k E``.
 
-    ``v' X_ch v`` only involves the symmetric part of the block ``X_ch`` and
-    the ``M (M + 1) / 2`` products ``v_m v_m'`` with ``m <= m'``; with the
-    ``n_c (n_c + 1) / 2`` class pairs ``c <= h`` this halves the work of
-    forming ``D_k = C V_k'`` for every candidate. Computed once per scoring.
+    Returns the ``(n_c (n_c - 1), M (M + 1) / 2)`` matrix whose product with
+    the column of products ``v_m v_m'`` (``m <= m'``, ``np.triu_indices``
+    order) of a node is the upper triangles of both forms.
+
+    On the zero-sum subspace (basis ``E``) the covariance ``C~ = (E (x) I)' C
+    (E (x) I)`` has ``(n_c - 1) n_c / 2`` class blocks ``C~_ch`` (``c <= h``), and
+    ``v' C~_ch v`` only involves the symmetric part of the block and the
+    ``M (M + 1) / 2`` products ``v_m v_m'`` with ``m <= m'`` (off-diagonal
+    ones counted twice: their coefficient is doubled here). ``C^2`` is
+    projected the same way, as ``Y Y'`` with ``Y = (E (x) I)' C``. Computed
+    once per scoring.
     """
     n_c, M = view.n_classes, view.eigenvectors.shape[1]
+    d = n_c - 1
+    E = zero_sum_basis(n_c)
     rows, cols = np.triu_indices(M)
-    class_rows, class_cols = np.triu_indices(n_c)
+    class_rows, class_cols = np.triu_indices(d)
+    doubled = np.where(rows == cols, 1.0, 2.0)
 
     def coefficients(X):
-        blocks = X.reshape(n_c, M, n_c, M).transpose(0, 2, 1, 3)[class_rows, class_cols]
+        blocks = X.reshape(d, M, d, M).transpose(0, 2, 1, 3)[class_rows, class_cols]
         symmetric = 0.5 * (blocks + blocks.transpose(0, 2, 1))
-        return symmetric[:, rows, cols].T
+        return symmetric[:, rows, cols].T * doubled[:, None]
 
-    C = view.cov
-    return np.hstack([coefficients(C) / view.gamma**2, coefficients(C @ C)])
+    projected, Y = project_classes(view.cov, E)
+    both = np.vstack([coefficients(projected).T / view.gamma**2, coefficients(Y @ Y.T).T])
+    return np.ascontiguousarray(both)
 
 
-def _ce_terms(view: PosteriorView, nodes, coefficients) -> _CETerms:
-    """``G_k``, ``G2_k`` for every candidate, then the small solves."""
-    n_c, M = view.n_classes, view.eigenvectors.shape[1]
+def _ce_terms(view: PosteriorView, nodes, coefficients, *, need_K=True) -> _CETerms:
+    """The forms ``E' G_k E``, ``E' G2_k E`` of every node, then the small solves.
+
+    Arithmetic in the precision of ``coefficients`` (see
+    :func:`_ce_form_coefficients`).
+    """
     V = view.eigenvectors[nodes]
-    rows, cols = np.triu_indices(M)
-    products = V[:, rows] * V[:, cols]
-    products[:, rows != cols] *= 2.0
-    forms = products @ coefficients
-    n_pairs = n_c * (n_c + 1) // 2
-    class_rows, class_cols = np.triu_indices(n_c)
-    G = np.empty((nodes.size, 2, n_c, n_c))
-    G[:, :, class_rows, class_cols] = forms.reshape(nodes.size, 2, n_pairs)
-    G[:, :, class_cols, class_rows] = forms.reshape(nodes.size, 2, n_pairs)
-    K, step = _ce_solves(view, V @ view.coef, G[:, 0])
-    return _CETerms(G2=G[:, 1], K=K, step=step)
+    n_nodes, M = V.shape
+    d = view.n_classes - 1
+    dtype = coefficients.dtype
+    Vt = np.ascontiguousarray(V.T, dtype=dtype)
+    products = np.empty((M * (M + 1) // 2, n_nodes), dtype=dtype)
+    row = 0
+    for m in range(M):
+        np.multiply(Vt[m], Vt[m:], out=products[row : row + M - m])
+        row += M - m
+    forms = (coefficients @ products).reshape(2, -1, n_nodes)
+    class_rows, class_cols = np.triu_indices(d)
+    G = np.empty((2, d, d, n_nodes), dtype=dtype)
+    G[:, class_rows, class_cols] = forms
+    G[:, class_cols, class_rows] = forms
+    K, step = _ce_solves(view, V @ view.coef, G[0], need_K=need_K)
+    return _CETerms(G2=G[1], K=K, step=step)
 
 
-def model_change(view: PosteriorView, nodes):
+def _ce_values(view: PosteriorView, nodes, value_chunk, top):
+    """ce acquisition values, exact where they matter for choosing ``top`` nodes.
+
+    ``value_chunk(chunk, coefficients)`` gives the values of a chunk of nodes
+    in the precision of ``coefficients``. With ``top`` None (or at most
+    ``SCREEN_MIN`` nodes) every value is computed in float64. Otherwise every
+    node is first scored in float32 (half the time of the ``M^2 n_c^2``
+    products per node), and the nodes whose float32 value is within
+    ``SCREEN_RTOL * max`` of the ``top``-th largest are rescored in float64:
+    as long as the float32 error stays below that margin (it is ~1e-6 of the
+    largest value), the ``top`` largest of the returned values are those of
+    the exact values, and are exact; the other values keep float32 accuracy.
+    """
+    nodes = np.asarray(nodes, dtype=np.intp)
+
+    coefficients = _ce_form_coefficients(view)
+
+    def values_in(coefficients, which):
+        return _by_chunks(lambda chunk: value_chunk(chunk, coefficients), which, parallel=True)
+
+    if top is None or nodes.size <= max(SCREEN_MIN, top):
+        return values_in(coefficients, nodes)
+    with np.errstate(all="ignore"):  # overflow is detected below
+        values = values_in(coefficients.astype(np.float32), nodes).astype(np.float64)
+    if not np.all(np.isfinite(values)):  # float32 overflow: no screening
+        return values_in(coefficients, nodes)
+    kth = np.partition(values, values.size - top)[values.size - top]
+    shortlist = np.flatnonzero(values >= kth - SCREEN_RTOL * max(values.max(), 0.0))
+    values[shortlist] = values_in(coefficients, nodes[shortlist])
+    return values
+
+
+def model_change(view: PosteriorView, nodes, *, top=None):
     """Norm of the change of the MAP when each node is added with its pseudo-label.
 
     Binary: ``|F| / (1 + F' s_k) ||C v_k||``; mgr: ``||C v_k|| ||A' v_k -
     yhat|| / (gamma^2 + s_k)``; ce: ``||(1/g) C V_k' (I + B_k G_k)^-1 (pi_k -
     yhat_k)||``.
+
+    ``top`` (int or None): only the ``top`` largest values are needed exactly
+    (ce screens the others in single precision; see :func:`_ce_values`).
     """
-    coefficients = _ce_form_coefficients(view) if view.loss == "ce" else None
+    if view.loss == "ce":
+
+        def value_chunk(chunk, coefficients):
+            t = _ce_terms(view, chunk, coefficients, need_K=False)
+            squared = np.einsum("ak,abk,bk->k", t.step, t.G2, t.step)
+            return np.sqrt(np.clip(squared, 0.0, None))
+
+        return _ce_values(view, nodes, value_chunk, top)
 
     def score_chunk(chunk):
-        if view.loss == "ce":
-            t = _ce_terms(view, chunk, coefficients)
-            squared = np.einsum("kc,kch,kh->k", t.step, t.G2, t.step)
-            return np.sqrt(np.clip(squared, 0.0, None))
         t = _rank_one_terms(view, chunk)
         grad_norm = np.abs(t.grad) if t.grad.ndim == 1 else np.linalg.norm(t.grad, axis=1)
         return grad_norm / (1.0 + t.curv * t.s) * np.linalg.norm(t.Cv, axis=1)
 
-    return _by_chunks(score_chunk, nodes, parallel=view.loss == "ce")
+    return _by_chunks(score_chunk, nodes)
 
 
-def _covariance_drop(view: PosteriorView, nodes, direction):
+def _covariance_drop(view: PosteriorView, nodes, direction, top):
     """Drop of ``tr(C)`` (``direction=None``) or ``w' C w`` under each look-ahead."""
     if view.loss == "ce":
-        coefficients = _ce_form_coefficients(view)
+        n_c = view.n_classes
         if direction is not None:
             # Per-class survey risk sum_c 1'V C_cc V'1. (The joint direction
             # 1 (x) V'1 shifts every class equally, along which the ce
             # likelihood is flat: its drop is 0 for every candidate.) With
-            # a_c = D_k[c-block]' w, a_c[h] = v_k' (C_ch' w).
-            n_c, M = view.n_classes, direction.size
+            # a_c = D_k[c-block]' w, a_c[h] = v_k' (C_ch' w), projected on the
+            # zero-sum subspace where K acts.
+            M = direction.size
             C4 = view.cov.reshape(n_c, M, n_c, M)
-            weighted = np.einsum("cmhn,m->nch", C4, direction).reshape(M, n_c * n_c)
+            weighted = np.einsum("cmhn,m->nch", C4, direction) @ zero_sum_basis(n_c)
 
-    def score_chunk(chunk):
-        if view.loss == "ce":
+        def value_chunk(chunk, coefficients):
             t = _ce_terms(view, chunk, coefficients)
             if direction is None:
-                return np.einsum("kch,khc->k", t.K, t.G2)
-            n_c = view.n_classes
-            a = (view.eigenvectors[chunk] @ weighted).reshape(-1, n_c, n_c)
-            return np.einsum("kch,khg,kcg->k", a, t.K, a)
+                return np.einsum("abk,bak->k", t.K, t.G2)
+            a = np.tensordot(view.eigenvectors[chunk], weighted, axes=1).astype(t.K.dtype)
+            return np.einsum("kca,abk,kcb->k", a, t.K, a)
+
+        return _ce_values(view, nodes, value_chunk, top)
+
+    def score_chunk(chunk):
         t = _rank_one_terms(view, chunk)
         weight = t.curv / (1.0 + t.curv * t.s)
         if direction is None:
             return weight * np.einsum("km,km->k", t.Cv, t.Cv)
         return weight * (t.Cv @ direction) ** 2
 
-    return _by_chunks(score_chunk, nodes, parallel=view.loss == "ce")
+    return _by_chunks(score_chunk, nodes)
 
 
-def vopt(view: PosteriorView, nodes):
+def vopt(view: PosteriorView, nodes, *, top=None):
     """V-opt: drop in ``tr(V C V')`` (the total posterior variance) per node.
 
     ``F' ||C v_k||^2 / (1 + F' s_k)``, with ``F' = 1/gamma^2`` for gr/mgr
     (exact) and the loss curvature at the pseudo-label otherwise (Laplace).
     """
-    return _covariance_drop(view, nodes, None)
+    return _covariance_drop(view, nodes, None, top)
 
 
-def sopt(view: PosteriorView, nodes):
+def sopt(view: PosteriorView, nodes, *, top=None):
     """Sigma-opt: drop in ``1' V C V' 1`` (the survey risk) per node.
 
     ``F' <V'1, C v_k>^2 / (1 + F' s_k)`` (MATH.md corrects the paper's
@@ -267,7 +379,7 @@ def sopt(view: PosteriorView, nodes):
     ce the survey risk is summed over the classes, ``sum_c 1'V C_cc V'1``:
     the drop is ``sum_c a_c' K_k a_c`` with ``a_c = (C V_k')_c' V'1``.
     """
-    return _covariance_drop(view, nodes, view.column_sums())
+    return _covariance_drop(view, nodes, view.column_sums(), top)
 
 
 UNCERTAINTY_MEASURES = ("margin", "entropy", "least_confident")
@@ -313,11 +425,13 @@ def look_ahead(view: PosteriorView, node) -> PosteriorView:
     if view.loss == "ce":
         n_c, M = view.n_classes, view.eigenvectors.shape[1]
         v = view.eigenvectors[node]
-        D = view.cov.reshape(M * n_c, n_c, M) @ v  # C V_k', (M n_c, n_c)
-        G = np.einsum("cmh,m->ch", D.reshape(n_c, M, n_c), v)[None] / view.gamma**2
-        K, step = _ce_solves(view, (v @ view.coef)[None], G)
-        coef = view.coef - (D @ step[0]).reshape(n_c, M).T
-        cov = view.cov - D @ K[0] @ D.T
+        E = zero_sum_basis(n_c)
+        CV = view.cov.reshape(M * n_c, n_c, M) @ v  # C V_k', (M n_c, n_c)
+        G = E.T @ (v @ CV.reshape(n_c, M, n_c)) @ E / view.gamma**2
+        D = CV @ E
+        K, step = _ce_solves(view, (v @ view.coef)[None], G[:, :, None])
+        coef = view.coef - (D @ step[:, 0]).reshape(n_c, M).T
+        cov = view.cov - D @ K[:, :, 0] @ D.T
     else:
         t = _rank_one_terms(view, nodes)
         Cv = t.Cv[0]

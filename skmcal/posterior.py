@@ -20,6 +20,7 @@ class-major order (index ``c * M + i`` is coefficient ``i`` of class ``c``).
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass
 
@@ -79,20 +80,25 @@ def _cholesky(H):
     return factor
 
 
-def _solve(H, rhs):
-    """``H^-1 rhs`` for symmetric positive definite ``H``."""
-    x, info = lapack.dpotrs(_cholesky(H), rhs, lower=1)
+def _cho_solve(factor, rhs):
+    """``H^-1 rhs`` from the lower Cholesky factor of ``H``."""
+    x, info = lapack.dpotrs(factor, rhs, lower=1)
     if info != 0:  # pragma: no cover - dpotrs fails only on bad arguments
         raise ValueError(_SINGULAR)
     return x
 
 
-def _spd_inverse(H):
-    """Inverse of a symmetric positive definite matrix (symmetric, from its Cholesky factor)."""
-    lower, info = lapack.dpotri(_cholesky(H), lower=1)
+def _cho_inverse(factor):
+    """``H^-1`` (symmetric) from the lower Cholesky factor of ``H``."""
+    lower, info = lapack.dpotri(factor, lower=1)
     if info != 0:
         raise ValueError(_SINGULAR)
     return np.tril(lower) + np.tril(lower, -1).T
+
+
+def _spd_inverse(H):
+    """Inverse of a symmetric positive definite matrix (symmetric, from its Cholesky factor)."""
+    return _cho_inverse(_cholesky(H))
 
 
 def _gaussian_map(prior, P, targets, gamma):
@@ -122,6 +128,10 @@ class _BinaryProblem:
         value = self.loss.value(self.P @ alpha, self.y, self.gamma).sum()
         return 0.5 * np.dot(self.prior * alpha, alpha) + value
 
+    def gradient(self, alpha):
+        first, _ = self.loss.derivatives(self.P @ alpha, self.y, self.gamma)
+        return self.prior * alpha + self.P.T @ first
+
     def gradient_hessian(self, alpha):
         first, second = self.loss.derivatives(self.P @ alpha, self.y, self.gamma)
         grad = self.prior * alpha + self.P.T @ first
@@ -129,11 +139,16 @@ class _BinaryProblem:
         H[np.diag_indices_from(H)] += self.prior
         return grad, H
 
-    def newton_step(self, H, grad):
-        return _solve(H, -grad)
+    def factor(self, H):
+        """Cholesky factor of the Hessian (on the subspace the iterates live in)."""
+        return _cholesky(H)
 
-    def covariance(self, H):
-        return _spd_inverse(H)
+    def step(self, factor, grad):
+        """``-H^-1 grad`` for the Hessian ``H`` whose factor is given."""
+        return _cho_solve(factor, -grad)
+
+    def covariance(self, factor):
+        return _cho_inverse(factor)
 
 
 def ce_hessian(prior, P, Pi, gamma):
@@ -154,6 +169,31 @@ def ce_hessian(prior, P, Pi, gamma):
     return H
 
 
+@functools.lru_cache(maxsize=32)
+def zero_sum_basis(n_classes):
+    """Orthonormal basis ``E`` (``(n_c, n_c - 1)``) of the vectors whose entries sum to 0.
+
+    Cached; the array is read-only.
+    """
+    centred = np.eye(n_classes) - 1.0 / n_classes
+    basis = np.linalg.qr(centred[:, : n_classes - 1])[0]
+    basis.flags.writeable = False
+    return basis
+
+
+def project_classes(X, E):
+    """``(E (x) I)' X (E (x) I)`` and ``Y = (E (x) I)' X`` for class-major ``X``.
+
+    ``X`` is ``(n_c M, n_c M)`` and ``E`` is ``(n_c, d)``; the results are
+    ``(d M, d M)`` and ``(d M, n_c M)``.
+    """
+    n_c, d = E.shape
+    M = X.shape[0] // n_c
+    Y = (E.T @ X.reshape(n_c, M * n_c * M)).reshape(d * M, n_c, M)
+    projected = (Y.transpose(0, 2, 1) @ E).transpose(0, 2, 1).reshape(d * M, d * M)
+    return projected, Y.reshape(d * M, n_c * M)
+
+
 class _CrossEntropyProblem(_BinaryProblem):
     """The ce objective in class-major ``a = vec(A)`` (index ``c * M + i``).
 
@@ -161,24 +201,30 @@ class _CrossEntropyProblem(_BinaryProblem):
     likelihood unchanged (``B_j 1 = 0``), so along these "shift" directions
     ``q_i = (1 (x) e_i) / sqrt(n_c)`` only the prior curves the objective:
     ``H q_i = (lambda_i + tau^2) q_i``, and the MAP has zero class mean. The
-    iterates are kept at zero class mean, and the Newton system is solved
-    with ``H + s P_shift`` (``s = 1/gamma^2``), which has the same solution on
-    that subspace but no ill-conditioning when ``gamma`` is small; the
-    covariance adds the shift part back exactly:
-    ``H^-1 = (H + s P_shift)^-1 + sum_i (1/Lambda_i - 1/(Lambda_i + s)) q_i q_i'``.
+    iterates are kept at zero class mean, and Newton's method runs on that
+    subspace, ``(E (x) I)`` with ``E`` the orthonormal basis of the zero-sum
+    vectors: ``H~ = (E (x) I)' H (E (x) I)``, of size ``(n_c - 1) M``, has no
+    ill-conditioning from the flat directions however small ``gamma``. ``H``
+    maps each subspace to itself, so the covariance is exactly
+    ``H^-1 = (E (x) I) H~^-1 (E (x) I)' + sum_i q_i q_i' / (lambda_i + tau^2)``.
     """
 
     def __init__(self, loss: CrossEntropyLoss, prior, P, Y, gamma):
         super().__init__(loss, prior, P, Y, gamma)
         self.n_classes, self.M = Y.shape[1], P.shape[1]
-        self.shift = 1.0 / gamma**2
-        self.shift_projector = np.kron(
-            np.full((self.n_classes, self.n_classes), 1.0 / self.n_classes), np.eye(self.M)
-        )
+        self.basis = zero_sum_basis(self.n_classes)
 
     def _center(self, a):
         A = a.reshape(self.n_classes, self.M)
         return (A - A.mean(axis=0)).ravel()
+
+    def _reduce(self, a):
+        """Coordinates ``(E (x) I)' a`` on the zero-sum subspace."""
+        return (self.basis.T @ a.reshape(self.n_classes, self.M)).ravel()
+
+    def _lift(self, b):
+        """``(E (x) I) b``: back to class-major coefficients."""
+        return (self.basis @ b.reshape(self.n_classes - 1, -1)).reshape(self.n_classes * self.M, -1)
 
     def start(self, coef_init):
         if coef_init is None:
@@ -193,42 +239,67 @@ class _CrossEntropyProblem(_BinaryProblem):
         value = self.loss.value(self.P @ A, self.y, self.gamma).sum()
         return 0.5 * np.sum(self.prior[:, None] * A * A) + value
 
+    def gradient(self, a):
+        A = self.coef(a)
+        G, _ = self.loss.derivatives(self.P @ A, self.y, self.gamma)
+        return (self.prior[:, None] * A + self.P.T @ G).T.ravel()
+
     def gradient_hessian(self, a):
         A = self.coef(a)
         G, Pi = self.loss.derivatives(self.P @ A, self.y, self.gamma)
         grad = self.prior[:, None] * A + self.P.T @ G
         return grad.T.ravel(), ce_hessian(self.prior, self.P, Pi, self.gamma)
 
-    def newton_step(self, H, grad):
-        step = _solve(H + self.shift * self.shift_projector, -self._center(grad))
-        return self._center(step)
+    def factor(self, H):
+        return _cholesky(project_classes(H, self.basis)[0])
 
-    def covariance(self, H):
-        shifted = _spd_inverse(H + self.shift * self.shift_projector)
-        correction = 1.0 / self.prior - 1.0 / (self.prior + self.shift)
-        return shifted + np.kron(
-            np.full((self.n_classes, self.n_classes), 1.0 / self.n_classes), np.diag(correction)
+    def step(self, factor, grad):
+        return self._lift(_cho_solve(factor, -self._reduce(grad)))[:, 0]
+
+    def covariance(self, factor):
+        inner = _cho_inverse(factor)
+        lifted = self._lift(self._lift(inner).T)  # (E (x) I) inner (E (x) I)'
+        shift = np.kron(
+            np.full((self.n_classes, self.n_classes), 1.0 / self.n_classes),
+            np.diag(1.0 / self.prior),
         )
+        cov = lifted + shift
+        return 0.5 * (cov + cov.T)
+
+
+#: Chord steps reuse the last Cholesky factor while each shrinks the step by
+#: at least this factor; otherwise the Hessian is re-evaluated and refactored.
+_CHORD_RATE = 0.25
 
 
 def _newton(problem, x0, max_iter, tol):
     """Damped Newton's method for a smooth strictly convex objective.
 
-    Converged when the Newton step is at most ``tol * (1 + max|x|)`` in every
-    coordinate (the step is then taken). Backtracking (Armijo) never accepts
-    an increase of the objective beyond round-off; if no decrease can be
-    found the iteration stops unconverged. The returned Hessian is evaluated
-    at the returned point.
+    The Hessian is evaluated and factored at the start; the following steps
+    are chord steps ``-H_0^-1 grad(x)`` with that factor (one gradient and two
+    triangular solves each) while they contract fast (each at most
+    ``_CHORD_RATE`` times the previous one); otherwise, and whenever a chord
+    step meets the tolerance, the Hessian is re-evaluated at the current point.
+    Converged when the exact Newton step at the current point is at most
+    ``tol * (1 + max|x|)`` in every coordinate; that point is returned with its
+    Hessian and the Cholesky factor of that Hessian. Backtracking (Armijo)
+    never accepts an increase of the objective beyond round-off; if no
+    decrease can be found the iteration stops unconverged.
     """
     x = np.array(x0, dtype=float)
     f = problem.objective(x)
+    grad, H = problem.gradient_hessian(x)
+    factor, exact = problem.factor(H), True
+    previous = np.inf
     for it in range(1, max_iter + 1):
-        grad, H = problem.gradient_hessian(x)
-        step = problem.newton_step(H, grad)
-        if np.max(np.abs(step)) <= tol * (1.0 + np.max(np.abs(x))):
-            x = x + step
-            _, H = problem.gradient_hessian(x)
-            return x, H, it, True
+        step = problem.step(factor, grad)
+        size = np.max(np.abs(step))
+        if size <= tol * (1.0 + np.max(np.abs(x))):
+            if exact:
+                return x, H, factor, it, True
+            grad, H = problem.gradient_hessian(x)
+            factor, exact, previous = problem.factor(H), True, np.inf
+            continue
         decrement = -np.dot(grad, step)
         roundoff = _ROUNDOFF * (1.0 + abs(f))
         t = 1.0
@@ -239,10 +310,23 @@ def _newton(problem, x0, max_iter, tol):
                 break
             t *= 0.5
             if t < _MIN_STEP:
-                return x, H, it, False
+                if exact:
+                    return x, H, factor, it, False
+                break
+        if t < _MIN_STEP:  # a chord direction that does not descend: refresh
+            grad, H = problem.gradient_hessian(x)
+            factor, exact, previous = problem.factor(H), True, np.inf
+            continue
         x, f = x_new, f_new
-    _, H = problem.gradient_hessian(x)
-    return x, H, max_iter, False
+        if t * size > _CHORD_RATE * previous:
+            grad, H = problem.gradient_hessian(x)
+            factor, exact, previous = problem.factor(H), True, np.inf
+        else:
+            grad, exact, previous = problem.gradient(x), False, t * size
+    if not exact:
+        grad, H = problem.gradient_hessian(x)
+        factor = problem.factor(H)
+    return x, H, factor, max_iter, False
 
 
 @with_small_algebra
@@ -283,7 +367,7 @@ def fit_posterior(loss, prior, P, targets, gamma, *, coef_init=None, max_iter=10
     x0 = problem.start(coef_init)
     if coef_init is not None and not problem.objective(x0) <= problem.objective(0.0 * x0):
         x0 = 0.0 * x0  # a warm start worse than the prior mean: start cold
-    x, H, n_iter, converged = _newton(problem, x0, max_iter, tol)
+    x, H, factor, n_iter, converged = _newton(problem, x0, max_iter, tol)
     if not converged:
         warnings.warn(
             f"Newton's method for the {loss.name!r} loss did not converge in "
@@ -293,7 +377,7 @@ def fit_posterior(loss, prior, P, targets, gamma, *, coef_init=None, max_iter=10
         )
     return LaplacePosterior(
         coef=problem.coef(x),
-        cov=problem.covariance(H),
+        cov=problem.covariance(factor),
         hessian=H,
         n_iter=n_iter,
         converged=converged,

@@ -148,8 +148,13 @@ def _choose(state, score, advance, pool_nodes, rows, n_instances, batch, rng):
     return np.array(chosen, dtype=np.intp), np.array(chosen_scores)
 
 
-def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_state):
-    """Shared body of every strategy: candidates, scores, top-k or greedy batch."""
+def _select(
+    score_fn, learner, X_pool, n_instances, candidates, batch, random_state, *, screened=False
+):
+    """Shared body of every strategy: candidates, scores, top-k or greedy batch.
+
+    ``screened``: ``score_fn`` takes ``top=`` (see :func:`skmcal.acquisition.model_change`).
+    """
     if not isinstance(n_instances, Integral) or n_instances < 1:
         raise ValueError(f"n_instances must be a positive int; got {n_instances!r}.")
     if batch not in BATCH_MODES:
@@ -159,7 +164,16 @@ def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_st
     pool_nodes = _pool_nodes(clf, X_pool)
     rows = _candidate_rows(pool_nodes, clf.labeled_nodes_, candidates, n_instances, rng)
     view = PosteriorView.from_classifier(clf)
-    return _choose(view, score_fn, look_ahead, pool_nodes, rows, n_instances, batch, rng)
+    if screened:
+        # Only the best value of each greedy step, or the n_instances best, must be exact.
+        top = n_instances if batch == "topk" else 1
+
+        def score(view, nodes):
+            return score_fn(view, nodes, top=top)
+
+    else:
+        score = score_fn
+    return _choose(view, score, look_ahead, pool_nodes, rows, n_instances, batch, rng)
 
 
 def model_change(
@@ -186,7 +200,14 @@ def model_change(
         Their acquisition values.
     """
     return _select(
-        acquisition.model_change, learner, X_pool, n_instances, candidates, batch, random_state
+        acquisition.model_change,
+        learner,
+        X_pool,
+        n_instances,
+        candidates,
+        batch,
+        random_state,
+        screened=True,
     )
 
 
@@ -195,7 +216,16 @@ def vopt(learner, X_pool, n_instances=1, *, candidates=None, batch="topk", rando
 
     Parameters and returns as :func:`model_change`.
     """
-    return _select(acquisition.vopt, learner, X_pool, n_instances, candidates, batch, random_state)
+    return _select(
+        acquisition.vopt,
+        learner,
+        X_pool,
+        n_instances,
+        candidates,
+        batch,
+        random_state,
+        screened=True,
+    )
 
 
 def sopt(learner, X_pool, n_instances=1, *, candidates=None, batch="topk", random_state=None):
@@ -203,7 +233,16 @@ def sopt(learner, X_pool, n_instances=1, *, candidates=None, batch="topk", rando
 
     Parameters and returns as :func:`model_change`.
     """
-    return _select(acquisition.sopt, learner, X_pool, n_instances, candidates, batch, random_state)
+    return _select(
+        acquisition.sopt,
+        learner,
+        X_pool,
+        n_instances,
+        candidates,
+        batch,
+        random_state,
+        screened=True,
+    )
 
 
 def uncertainty(

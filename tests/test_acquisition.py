@@ -478,8 +478,8 @@ def test_values_do_not_depend_on_chunking_or_order(loss, monkeypatch):
     perm = np.random.RandomState(0).permutation(nodes.size)
     functions = (acquisition.model_change, acquisition.vopt, acquisition.sopt)
     reference = [f(view, nodes) for f in functions]
-    monkeypatch.setattr(acquisition, "CHUNK", 7)
-    monkeypatch.setattr(acquisition, "RANK_ONE_CHUNK", 5)
+    monkeypatch.setattr(acquisition, "CE_CHUNK", 3)
+    monkeypatch.setattr(acquisition, "SCORE_CHUNK", 5)
     for f, ref in zip(functions, reference, strict=True):
         np.testing.assert_allclose(f(view, nodes), ref, rtol=1e-12)
         np.testing.assert_allclose(f(view, nodes[perm]), ref[perm], rtol=1e-12)
@@ -495,3 +495,93 @@ def test_view_from_classifier():
     assert view.n_classes == 3
     np.testing.assert_allclose(view.column_sums(), bf.V.T @ np.ones(bf.N))
     np.testing.assert_allclose(view.latent(bf.unlabeled), bf.V[bf.unlabeled] @ bf.coef)
+
+
+# ------------------------------------------------- ce with many classes, screening
+@functools.cache
+def _ce_many_classes(n_classes=6, seed=3):
+    """ce on ~80 nodes with 6 classes: the zero-sum subspace has dimension 5 here."""
+    rng = np.random.RandomState(seed)
+    centers = 4.0 * rng.randn(n_classes, 3)
+    X = np.vstack([rng.randn(14, 3) + c for c in centers])
+    y = np.full(X.shape[0], -1)
+    for c in range(n_classes):
+        y[c * 14 + rng.choice(14, 2, replace=False)] = c
+    clf = SpectralGraphClassifier("ce", n_eigs=10, tau=0.1, gamma=0.4).fit(X, y)
+    return clf, BruteForce(clf, X, y), PosteriorView.from_classifier(clf)
+
+
+def test_ce_with_six_classes_matches_brute_force():
+    clf, bf, view = _ce_many_classes()
+    nodes = bf.unlabeled
+    _assert_close(acquisition.model_change(view, nodes), [bf.model_change(k) for k in nodes])
+    _assert_close(acquisition.vopt(view, nodes), [bf.vopt(k) for k in nodes])
+    _assert_close(acquisition.sopt(view, nodes), [bf.sopt_per_class(k) for k in nodes])
+    coef, cov = bf.look_ahead(nodes[0])
+    after = look_ahead(view, nodes[0])
+    _assert_close(after.coef, coef)
+    _assert_close(after.cov, cov)
+
+
+def test_spd_solve_batched_matches_dense_solves():
+    rng = np.random.RandomState(0)
+    n, r, K = 7, 3, 40
+    W = rng.randn(K, n, n)
+    A = W @ W.transpose(0, 2, 1) + 1e-3 * np.eye(n)  # condition numbers up to ~1e5
+    B = rng.randn(K, n, r)
+    X = acquisition._spd_solve_batched(A.transpose(1, 2, 0), B.transpose(1, 2, 0))
+    np.testing.assert_allclose(X.transpose(2, 0, 1), np.linalg.solve(A, B), rtol=1e-8, atol=1e-8)
+
+
+@pytest.mark.parametrize("function", ["model_change", "vopt", "sopt"])
+@pytest.mark.parametrize("top", [1, 4])
+def test_ce_screening_keeps_the_exact_top_values(function, top, monkeypatch):
+    """With top=, ce scores in float32 first: the top values and their order stay exact."""
+    for _clf, bf, view in (_setup("ce", "auto"), _ce_many_classes()):
+        f = getattr(acquisition, function)
+        nodes = bf.unlabeled
+        exact = f(view, nodes)
+        monkeypatch.setattr(acquisition, "SCREEN_MIN", 0)
+        screened = f(view, nodes, top=top)
+        monkeypatch.undo()
+        best = np.argsort(-exact, kind="stable")[:top]
+        np.testing.assert_array_equal(np.argsort(-screened, kind="stable")[:top], best)
+        np.testing.assert_allclose(screened[best], exact[best], rtol=1e-12)
+        # the others are single-precision approximations of the exact values
+        np.testing.assert_allclose(screened, exact, rtol=0, atol=1e-5 * exact.max())
+        assert not np.array_equal(screened, exact)  # the float32 pass did run
+
+
+def test_ce_screening_falls_back_to_double_on_float32_overflow(monkeypatch):
+    """Non-finite float32 values (overflow) mean no screening: every value in float64."""
+    clf, bf, view = _setup("ce", "auto")
+    exact = acquisition.model_change(view, bf.unlabeled)
+    terms = acquisition._ce_terms
+    precisions = []
+
+    def overflowing_terms(view, nodes, coefficients, **kwargs):
+        precisions.append(coefficients.dtype)
+        t = terms(view, nodes, coefficients, **kwargs)
+        if coefficients.dtype == np.float32:
+            t.step[:] = np.inf
+        return t
+
+    monkeypatch.setattr(acquisition, "_ce_terms", overflowing_terms)
+    monkeypatch.setattr(acquisition, "SCREEN_MIN", 0)
+    np.testing.assert_array_equal(acquisition.model_change(view, bf.unlabeled, top=2), exact)
+    assert precisions == [np.float32, np.float64]
+
+
+def test_ce_strategy_picks_do_not_depend_on_screening(monkeypatch):
+    from skmcal.query import model_change, vopt
+
+    clf, bf, view = _setup("ce", "auto")
+    X = bf.X
+    for strategy in (model_change, vopt):
+        for batch in ("topk", "greedy"):
+            reference = strategy(clf, X, 3, batch=batch, random_state=0)
+            monkeypatch.setattr(acquisition, "SCREEN_MIN", 0)
+            screened = strategy(clf, X, 3, batch=batch, random_state=0)
+            monkeypatch.undo()
+            np.testing.assert_array_equal(screened[0], reference[0])
+            np.testing.assert_allclose(screened[1], reference[1], rtol=1e-12)
