@@ -41,6 +41,11 @@ CE_CHUNK = 512
 SCREEN_MIN = 2048
 SCREEN_RTOL = 1e-3
 
+#: Below this many nodes the exact ce forms come from ``C V_k'`` directly
+#: (``O(M^2 n_c^2)`` per node), above it from the products ``v_m v_m'`` with
+#: coefficients set up once per scoring (``O(M^3 n_c^3)``).
+DIRECT_MAX = 256
+
 
 @dataclass(frozen=True)
 class PosteriorView:
@@ -56,6 +61,9 @@ class PosteriorView:
     coef : ndarray of shape (M,) or (M, n_classes)
     cov : ndarray of shape (M, M) or (M * n_classes, M * n_classes)
         Class-major for ``ce``.
+    ce_forms : _CEForms or None
+        ce only: the quadratic forms of some nodes under ``cov``, kept up to
+        date by :func:`look_ahead` (see :func:`with_ce_forms`).
     """
 
     loss: str
@@ -63,6 +71,7 @@ class PosteriorView:
     eigenvectors: np.ndarray
     coef: np.ndarray
     cov: np.ndarray
+    ce_forms: _CEForms | None = None
 
     @classmethod
     def from_classifier(cls, clf):
@@ -89,7 +98,7 @@ class PosteriorView:
         return self.eigenvectors.sum(axis=0)
 
 
-def _by_chunks(score_chunk, nodes, *, parallel=False):
+def _by_chunks(score_chunk, nodes, *, parallel=False, axis=0):
     """Apply ``score_chunk`` to the candidates a chunk at a time; concatenate.
 
     With ``parallel`` (ce), chunks of ``CE_CHUNK`` run on a pool of
@@ -107,7 +116,7 @@ def _by_chunks(score_chunk, nodes, *, parallel=False):
         else:
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 parts = list(pool.map(lambda s: score_chunk(nodes[s : s + size]), starts))
-    return np.concatenate(parts) if parts else np.empty(0)
+    return np.concatenate(parts, axis=axis) if parts else np.empty(0)
 
 
 @dataclass
@@ -245,60 +254,167 @@ def _ce_form_coefficients(view: PosteriorView):
     return np.ascontiguousarray(both)
 
 
-def _ce_terms(view: PosteriorView, nodes, coefficients, *, need_K=True) -> _CETerms:
-    """The forms ``E' G_k E``, ``E' G2_k E`` of every node, then the small solves.
+@dataclass(frozen=True)
+class _CEForms:
+    """float32 ``E' G_k E`` and ``E' G2_k E`` (``(n, n_c - 1, n_c - 1)`` each) of sorted ``nodes``.
 
-    Arithmetic in the precision of ``coefficients`` (see
-    :func:`_ce_form_coefficients`).
+    Used to screen candidates only: the values that decide are recomputed
+    exactly (see :func:`_ce_values`).
     """
+
+    nodes: np.ndarray
+    G: np.ndarray
+    G2: np.ndarray
+    V: np.ndarray  # float32 eigenvector rows of the nodes
+
+    def covers(self, nodes) -> bool:
+        position = np.searchsorted(self.nodes, nodes)
+        return bool(np.all(position < self.nodes.size)) and np.array_equal(
+            self.nodes[np.minimum(position, self.nodes.size - 1)], nodes
+        )
+
+    def take(self, nodes):
+        position = np.searchsorted(self.nodes, nodes)
+        return self.G[position].transpose(1, 2, 0), self.G2[position].transpose(1, 2, 0)
+
+
+def _ce_direct(view: PosteriorView, nodes):
+    """``(E' G_k E, E' G2_k E, D_k)`` of a few nodes, from ``D_k = C V_k' E``.
+
+    ``D_k`` is ``(n_c M, n_c - 1)`` (stacked: ``(n_c M, n_c - 1, K)``);
+    ``E' G_k E = E' V_k D_k / g^2`` and ``E' G2_k E = D_k' D_k``. ``O(M^2
+    n_c^2)`` per node and no set-up: cheaper than the products of
+    :func:`_ce_form_coefficients` for fewer than ``DIRECT_MAX`` nodes.
+    """
+    n_c, M = view.n_classes, view.eigenvectors.shape[1]
+    E = zero_sum_basis(n_c)
+    V = view.eigenvectors[nodes]  # (K, M)
+    CV = view.cov.reshape(n_c * M, n_c, M) @ V.T  # C V_k', (n_c M, n_c, K)
+    D = np.einsum("xck,ca->xak", CV, E)
+    G = np.einsum("ca,km,cmbk->abk", E, V, D.reshape(n_c, M, n_c - 1, -1)) / view.gamma**2
+    G2 = np.einsum("xak,xbk->abk", D, D)
+    return 0.5 * (G + G.transpose(1, 0, 2)), G2, D
+
+
+def _ce_forms(view: PosteriorView, nodes, source):
+    """``(E' G_k E, E' G2_k E)`` of the nodes, each ``(n_c - 1, n_c - 1, K)``.
+
+    ``source``: None (exact, :func:`_ce_direct`), ``"cache"`` (float32, from
+    ``view.ce_forms``) or the coefficients of :func:`_ce_form_coefficients`
+    (in their precision), applied to the products ``v_m v_m'``.
+    """
+    if source is None:
+        return _ce_direct(view, nodes)[:2]
+    if isinstance(source, str):
+        return view.ce_forms.take(nodes)
     V = view.eigenvectors[nodes]
     n_nodes, M = V.shape
     d = view.n_classes - 1
-    dtype = coefficients.dtype
+    dtype = source.dtype
     Vt = np.ascontiguousarray(V.T, dtype=dtype)
     products = np.empty((M * (M + 1) // 2, n_nodes), dtype=dtype)
     row = 0
     for m in range(M):
         np.multiply(Vt[m], Vt[m:], out=products[row : row + M - m])
         row += M - m
-    forms = (coefficients @ products).reshape(2, -1, n_nodes)
+    forms = (source @ products).reshape(2, -1, n_nodes)
     class_rows, class_cols = np.triu_indices(d)
     G = np.empty((2, d, d, n_nodes), dtype=dtype)
     G[:, class_rows, class_cols] = forms
     G[:, class_cols, class_rows] = forms
-    K, step = _ce_solves(view, V @ view.coef, G[0], need_K=need_K)
-    return _CETerms(G2=G[1], K=K, step=step)
+    return G[0], G[1]
+
+
+def _ce_terms(view: PosteriorView, nodes, source, *, need_K=True) -> _CETerms:
+    """The forms of every node (:func:`_ce_forms`), then the small solves."""
+    G, G2 = _ce_forms(view, nodes, source)
+    K, step = _ce_solves(view, view.eigenvectors[nodes] @ view.coef, G, need_K=need_K)
+    return _CETerms(G2=G2, K=K, step=step)
+
+
+def with_ce_forms(view: PosteriorView, nodes) -> PosteriorView:
+    """The view with float32 ce forms of ``nodes``, computed once, for greedy batches.
+
+    :func:`look_ahead` updates them through the rank ``n_c - 1`` change of the
+    covariance (``O(M n_c^2)`` per node) instead of the screening pass of every
+    greedy step recomputing them (``O(M^2 n_c^2)``). A no-op for other losses.
+    """
+    if view.loss != "ce":
+        return view
+    nodes = np.unique(np.asarray(nodes, dtype=np.intp))
+    d = view.n_classes - 1
+    if not nodes.size:
+        empty = np.empty((0, d, d), np.float32)
+        V = np.empty((0, view.eigenvectors.shape[1]), np.float32)
+        return replace(view, ce_forms=_CEForms(nodes, empty, empty, V))
+    source = _ce_form_coefficients(view).astype(np.float32)
+    both = _by_chunks(
+        lambda chunk: np.stack(_ce_forms(view, chunk, source)), nodes, parallel=True, axis=-1
+    )
+    both = np.ascontiguousarray(both.transpose(0, 3, 1, 2))
+    V = view.eigenvectors[nodes].astype(np.float32)
+    return replace(view, ce_forms=_CEForms(nodes=nodes, G=both[0], G2=both[1], V=V))
+
+
+def _updated_forms(view: PosteriorView, D, K) -> _CEForms:
+    """The (float32) forms of ``view.ce_forms`` under ``C - D K D'``.
+
+    With ``Y_k = E' V_k D`` and ``Z_k = E' V_k C D``: ``G_k - Y_k K Y_k' / g^2``
+    and ``G2_k - Z_k K Y_k' - Y_k K Z_k' + Y_k K (D'D) K Y_k'`` (the square of
+    the new covariance). ``E' V_k X = v_k' X~`` with ``X~ = (E' (x) I) X``
+    folded once, so ``Y`` and ``Z`` of every node are one matrix product.
+    """
+    forms = view.ce_forms
+    n_c, M = view.n_classes, view.eigenvectors.shape[1]
+    d = n_c - 1
+    X = np.hstack([D, view.cov @ D])  # (n_c M, 2d)
+    folded = (zero_sum_basis(n_c).T @ X.reshape(n_c, M * 2 * d)).reshape(d, M, 2 * d)
+    folded = folded.transpose(1, 0, 2).reshape(M, d * 2 * d).astype(np.float32)
+    YZ = (forms.V @ folded).reshape(-1, d, 2 * d)
+    Y, Z = YZ[:, :, :d], YZ[:, :, d:]
+    K32 = K.astype(np.float32)
+    YK = Y @ K32
+    ZKY = Z @ K32 @ Y.transpose(0, 2, 1)
+    G = forms.G - (YK @ Y.transpose(0, 2, 1)) / np.float32(view.gamma**2)
+    YKDDKY = YK @ (D.T @ D).astype(np.float32) @ YK.transpose(0, 2, 1)
+    G2 = forms.G2 - ZKY - ZKY.transpose(0, 2, 1) + YKDDKY
+    return replace(forms, G=G, G2=G2)
 
 
 def _ce_values(view: PosteriorView, nodes, value_chunk, top):
     """ce acquisition values, exact where they matter for choosing ``top`` nodes.
 
-    ``value_chunk(chunk, coefficients)`` gives the values of a chunk of nodes
-    in the precision of ``coefficients``. With ``top`` None (or at most
-    ``SCREEN_MIN`` nodes) every value is computed in float64. Otherwise every
-    node is first scored in float32 (half the time of the ``M^2 n_c^2``
-    products per node), and the nodes whose float32 value is within
-    ``SCREEN_RTOL * max`` of the ``top``-th largest are rescored in float64:
-    as long as the float32 error stays below that margin (it is ~1e-6 of the
+    ``value_chunk(chunk, source)`` gives the values of a chunk of nodes from
+    the forms of ``source`` (see :func:`_ce_forms`). With ``top`` None (or at
+    most ``SCREEN_MIN`` nodes and no float32 forms in ``view``) every value is
+    computed in float64. Otherwise every node is first scored in float32 (half
+    the time of the ``M^2 n_c^2`` products per node, or from the forms kept in
+    ``view.ce_forms``), and the nodes whose float32 value is within
+    ``SCREEN_RTOL * max`` of the ``top``-th largest are rescored exactly: as
+    long as the float32 error stays below that margin (it is ~1e-6 of the
     largest value), the ``top`` largest of the returned values are those of
     the exact values, and are exact; the other values keep float32 accuracy.
     """
     nodes = np.asarray(nodes, dtype=np.intp)
 
-    coefficients = _ce_form_coefficients(view)
+    def values_in(source, which):
+        return _by_chunks(lambda chunk: value_chunk(chunk, source), which, parallel=True)
 
-    def values_in(coefficients, which):
-        return _by_chunks(lambda chunk: value_chunk(chunk, coefficients), which, parallel=True)
+    def exact(which):
+        return values_in(None if which.size <= DIRECT_MAX else _ce_form_coefficients(view), which)
 
-    if top is None or nodes.size <= max(SCREEN_MIN, top):
-        return values_in(coefficients, nodes)
+    cached = view.ce_forms is not None and view.ce_forms.covers(nodes)
+    if top is None or (nodes.size <= max(SCREEN_MIN, top) and not cached):
+        return exact(nodes)
+    source = "cache" if cached else _ce_form_coefficients(view).astype(np.float32)
     with np.errstate(all="ignore"):  # overflow is detected below
-        values = values_in(coefficients.astype(np.float32), nodes).astype(np.float64)
+        values = values_in(source, nodes).astype(np.float64)
     if not np.all(np.isfinite(values)):  # float32 overflow: no screening
-        return values_in(coefficients, nodes)
+        return exact(nodes)
+    top = min(top, values.size)
     kth = np.partition(values, values.size - top)[values.size - top]
     shortlist = np.flatnonzero(values >= kth - SCREEN_RTOL * max(values.max(), 0.0))
-    values[shortlist] = values_in(coefficients, nodes[shortlist])
+    values[shortlist] = exact(nodes[shortlist])
     return values
 
 
@@ -314,8 +430,8 @@ def model_change(view: PosteriorView, nodes, *, top=None):
     """
     if view.loss == "ce":
 
-        def value_chunk(chunk, coefficients):
-            t = _ce_terms(view, chunk, coefficients, need_K=False)
+        def value_chunk(chunk, source):
+            t = _ce_terms(view, chunk, source, need_K=False)
             squared = np.einsum("ak,abk,bk->k", t.step, t.G2, t.step)
             return np.sqrt(np.clip(squared, 0.0, None))
 
@@ -343,8 +459,8 @@ def _covariance_drop(view: PosteriorView, nodes, direction, top):
             C4 = view.cov.reshape(n_c, M, n_c, M)
             weighted = np.einsum("cmhn,m->nch", C4, direction) @ zero_sum_basis(n_c)
 
-        def value_chunk(chunk, coefficients):
-            t = _ce_terms(view, chunk, coefficients)
+        def value_chunk(chunk, source):
+            t = _ce_terms(view, chunk, source)
             if direction is None:
                 return np.einsum("abk,bak->k", t.K, t.G2)
             a = np.tensordot(view.eigenvectors[chunk], weighted, axes=1).astype(t.K.dtype)
@@ -424,14 +540,14 @@ def look_ahead(view: PosteriorView, node) -> PosteriorView:
     nodes = np.array([node], dtype=np.intp)
     if view.loss == "ce":
         n_c, M = view.n_classes, view.eigenvectors.shape[1]
-        v = view.eigenvectors[node]
-        E = zero_sum_basis(n_c)
-        CV = view.cov.reshape(M * n_c, n_c, M) @ v  # C V_k', (M n_c, n_c)
-        G = E.T @ (v @ CV.reshape(n_c, M, n_c)) @ E / view.gamma**2
-        D = CV @ E
-        K, step = _ce_solves(view, (v @ view.coef)[None], G[:, :, None])
+        G, _, D = _ce_direct(view, nodes)
+        D = D[:, :, 0]
+        K, step = _ce_solves(view, view.latent(nodes), G)
         coef = view.coef - (D @ step[:, 0]).reshape(n_c, M).T
         cov = view.cov - D @ K[:, :, 0] @ D.T
+        if view.ce_forms is not None:
+            forms = _updated_forms(view, D, K[:, :, 0])
+            return replace(view, coef=coef, cov=0.5 * (cov + cov.T), ce_forms=forms)
     else:
         t = _rank_one_terms(view, nodes)
         Cv = t.Cv[0]

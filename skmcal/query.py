@@ -144,7 +144,8 @@ def _choose(state, score, advance, pool_nodes, rows, n_instances, batch, rng):
         chosen.append(rows[position])
         chosen_scores.append(scores[pick])
         available[position] = False
-        state = advance(state, pool_nodes[rows[position]])
+        if len(chosen) < n_instances:
+            state = advance(state, pool_nodes[rows[position]])
     return np.array(chosen, dtype=np.intp), np.array(chosen_scores)
 
 
@@ -164,6 +165,8 @@ def _select(
     pool_nodes = _pool_nodes(clf, X_pool)
     rows = _candidate_rows(pool_nodes, clf.labeled_nodes_, candidates, n_instances, rng)
     view = PosteriorView.from_classifier(clf)
+    if screened and batch == "greedy" and n_instances > 1:
+        view = acquisition.with_ce_forms(view, pool_nodes[rows])  # ce only
     if screened:
         # Only the best value of each greedy step, or the n_instances best, must be exact.
         top = n_instances if batch == "topk" else 1

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -559,17 +560,17 @@ def test_ce_screening_falls_back_to_double_on_float32_overflow(monkeypatch):
     terms = acquisition._ce_terms
     precisions = []
 
-    def overflowing_terms(view, nodes, coefficients, **kwargs):
-        precisions.append(coefficients.dtype)
-        t = terms(view, nodes, coefficients, **kwargs)
-        if coefficients.dtype == np.float32:
+    def overflowing_terms(view, nodes, source, **kwargs):
+        precisions.append(getattr(source, "dtype", source))
+        t = terms(view, nodes, source, **kwargs)
+        if precisions[-1] == np.float32:
             t.step[:] = np.inf
         return t
 
     monkeypatch.setattr(acquisition, "_ce_terms", overflowing_terms)
     monkeypatch.setattr(acquisition, "SCREEN_MIN", 0)
     np.testing.assert_array_equal(acquisition.model_change(view, bf.unlabeled, top=2), exact)
-    assert precisions == [np.float32, np.float64]
+    assert precisions == [np.float32, None]  # float32 products, then exact direct forms
 
 
 def test_ce_strategy_picks_do_not_depend_on_screening(monkeypatch):
@@ -585,3 +586,61 @@ def test_ce_strategy_picks_do_not_depend_on_screening(monkeypatch):
             monkeypatch.undo()
             np.testing.assert_array_equal(screened[0], reference[0])
             np.testing.assert_allclose(screened[1], reference[1], rtol=1e-12)
+
+
+def test_ce_forms_follow_the_look_ahead_updates(monkeypatch):
+    """float32 forms kept by look_ahead (rank n_c - 1 updates) track the recomputed forms."""
+    monkeypatch.setattr(acquisition, "SCREEN_MIN", 0)
+    for _clf, bf, view in (_setup("ce", "custom"), _ce_many_classes()):
+        nodes = bf.unlabeled
+        state = acquisition.with_ce_forms(view, nodes[::-1])
+        assert state.ce_forms.covers(nodes) and not state.ce_forms.covers(bf.labeled[:1])
+        for node in nodes[:3]:
+            state = look_ahead(state, node)
+            plain = replace(state, ce_forms=None)
+            exact_G, exact_G2, _ = acquisition._ce_direct(plain, nodes)
+            kept_G, kept_G2 = state.ce_forms.take(nodes)
+            assert kept_G.dtype == np.float32
+            _assert_close(kept_G, exact_G, rtol=1e-5)
+            _assert_close(kept_G2, exact_G2, rtol=1e-5)
+            for f in (acquisition.model_change, acquisition.vopt, acquisition.sopt):
+                exact = f(plain, nodes)
+                _assert_close(f(state, nodes), exact, rtol=1e-10)  # no top: no screening
+                screened = f(state, nodes, top=2)
+                best = np.argsort(-exact, kind="stable")[:2]
+                np.testing.assert_array_equal(np.argsort(-screened, kind="stable")[:2], best)
+                np.testing.assert_allclose(screened[best], exact[best], rtol=1e-10)
+
+
+def test_ce_direct_forms_equal_the_product_forms():
+    for _clf, bf, view in (_setup("ce", "auto"), _ce_many_classes()):
+        nodes = bf.unlabeled
+        direct = acquisition._ce_direct(view, nodes)[:2]
+        products = acquisition._ce_forms(view, nodes, acquisition._ce_form_coefficients(view))
+        for a, b in zip(direct, products, strict=True):
+            _assert_close(a, b, rtol=1e-11)
+
+
+def test_ce_greedy_batch_with_kept_forms_equals_rescoring_from_scratch():
+    from skmcal.query import _choose, model_change
+
+    clf, bf, view = _setup("ce", "auto")
+    indices, scores = model_change(clf, bf.X, 4, batch="greedy", random_state=0)
+    rows = np.flatnonzero(bf.y == -1)  # X is the node set: rows are nodes
+    expected = _choose(
+        view, acquisition.model_change, look_ahead, np.arange(bf.N), rows, 4, "greedy",
+        np.random.RandomState(0),
+    )
+    np.testing.assert_array_equal(indices, expected[0])
+    np.testing.assert_allclose(scores, expected[1], rtol=1e-10)
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS) + ["six classes"])
+def test_ce_values_through_the_product_forms_match_brute_force(setting, monkeypatch):
+    """Above DIRECT_MAX nodes the forms come from the products v_m v_m': same values."""
+    clf, bf, view = _ce_many_classes() if setting == "six classes" else _setup("ce", setting)
+    monkeypatch.setattr(acquisition, "DIRECT_MAX", 0)
+    nodes = bf.unlabeled
+    _assert_close(acquisition.model_change(view, nodes), [bf.model_change(k) for k in nodes])
+    _assert_close(acquisition.vopt(view, nodes), [bf.vopt(k) for k in nodes])
+    _assert_close(acquisition.sopt(view, nodes), [bf.sopt_per_class(k) for k in nodes])
