@@ -201,13 +201,11 @@ def _ce_solves(view: PosteriorView, U, G, *, need_K=True):
     """
     g, n_c = view.gamma, view.n_classes
     E = zero_sum_basis(n_c).astype(G.dtype)
-    Pi = LOSSES["ce"].proba(U, g)
-    pseudo = np.eye(n_c)[np.argmax(U, axis=1)]
-    s = np.sqrt(Pi).T.astype(G.dtype)  # (n_c, K)
-    F = -(s[:, None] * s[None, :]) * s[:, None]
-    F[np.arange(n_c), np.arange(n_c)] += s
-    F = np.tensordot(E, F, axes=([0], [0]))  # E' F, (n_c - 1, n_c, K)
-    residual = E.T @ (Pi - pseudo).T.astype(G.dtype)  # (n_c - 1, K)
+    Pi = LOSSES["ce"].proba(U, g).T.astype(G.dtype)  # (n_c, K)
+    # E' F = E' diag(s) - (E' pi) s', i.e. [E' F]_ah = s_h (E_ha - (E' pi)_a)
+    mean = E.T @ Pi
+    F = (E.T[:, :, None] - mean[:, None, :]) * np.sqrt(Pi)[None]  # (n_c - 1, n_c, K)
+    residual = mean - E.T[:, np.argmax(U, axis=1)]  # E' (pi - yhat), (n_c - 1, K)
     GF = np.einsum("abk,bhk->ahk", G, F)
     N = np.einsum("ahk,agk->hgk", F, GF)
     N[np.arange(n_c), np.arange(n_c)] += 1.0
