@@ -106,10 +106,12 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     gamma : float or "auto", default="auto"
         Scale of the loss. "auto": 0.5, except 0.1 for ``mgr`` (the paper).
     max_iter : int, default=100
-        Maximum Newton iterations (``logistic``, ``probit``, ``ce``).
+        Maximum Newton iterations (``logistic``, ``probit``, ``ce``; for
+        ``ce`` this counts the cheap chord steps that reuse a factored
+        Hessian too).
     tol : float, default=1e-10
-        Newton stops when every coordinate of its step is at most
-        ``tol * (1 + max|coef|)``.
+        Newton stops when every coordinate of its exact step at the current
+        point is at most ``tol * (1 + max|coef|)``.
     warm_start : bool, default=True
         Start Newton's method from the previous ``coef_`` when refitting on
         the same graph with the same loss and classes (the active-learning
@@ -146,7 +148,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     tau_, gamma_ : float
         The values used (after resolving "auto").
     n_iter_ : int
-        Newton iterations of the last fit (0 for ``gr`` and ``mgr``).
+        Newton (and, for ``ce``, chord) steps of the last fit (0 for ``gr``
+        and ``mgr``).
     n_features_in_ : int
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)

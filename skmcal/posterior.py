@@ -113,6 +113,9 @@ def _gaussian_map(prior, P, targets, gamma):
 class _BinaryProblem:
     """Objective, derivatives and linear algebra of a binary loss in ``alpha``."""
 
+    #: Whether chord steps (reusing a factor) pay: not for an M x M Hessian.
+    chord = False
+
     def __init__(self, loss: BinaryLoss, prior, P, y, gamma):
         self.loss, self.prior, self.P, self.y, self.gamma = loss, prior, P, y, gamma
 
@@ -209,6 +212,8 @@ class _CrossEntropyProblem(_BinaryProblem):
     ``H^-1 = (E (x) I) H~^-1 (E (x) I)' + sum_i q_i q_i' / (lambda_i + tau^2)``.
     """
 
+    chord = True  # a (n_c - 1) M Hessian: its assembly and factor dominate
+
     def __init__(self, loss: CrossEntropyLoss, prior, P, Y, gamma):
         super().__init__(loss, prior, P, Y, gamma)
         self.n_classes, self.M = Y.shape[1], P.shape[1]
@@ -275,11 +280,13 @@ _CHORD_RATE = 0.25
 def _newton(problem, x0, max_iter, tol):
     """Damped Newton's method for a smooth strictly convex objective.
 
-    The Hessian is evaluated and factored at the start; the following steps
-    are chord steps ``-H_0^-1 grad(x)`` with that factor (one gradient and two
-    triangular solves each) while they contract fast (each at most
-    ``_CHORD_RATE`` times the previous one); otherwise, and whenever a chord
-    step meets the tolerance, the Hessian is re-evaluated at the current point.
+    The Hessian is evaluated and factored at the start; for problems with
+    ``chord`` set (ce), the following steps are chord steps ``-H_0^-1
+    grad(x)`` with that factor (one gradient and two triangular solves each)
+    while they contract fast (each at most ``_CHORD_RATE`` times the previous
+    one); otherwise, and whenever a chord step meets the tolerance, the
+    Hessian is re-evaluated at the current point (plain Newton without
+    ``chord``). Every step, Newton or chord, counts as an iteration.
     Converged when the exact Newton step at the current point is at most
     ``tol * (1 + max|x|)`` in every coordinate; that point is returned with its
     Hessian and the Cholesky factor of that Hessian. Backtracking (Armijo)
@@ -318,7 +325,7 @@ def _newton(problem, x0, max_iter, tol):
             factor, exact, previous = problem.factor(H), True, np.inf
             continue
         x, f = x_new, f_new
-        if t * size > _CHORD_RATE * previous:
+        if not problem.chord or t * size > _CHORD_RATE * previous:
             grad, H = problem.gradient_hessian(x)
             factor, exact, previous = problem.factor(H), True, np.inf
         else:
