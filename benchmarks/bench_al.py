@@ -698,6 +698,8 @@ def run_size(n, X_all, y_all, args, results_dir):
     for name, strat_name, opts, gl_acq in STRATEGIES:
         strategy = getattr(skmcal, strat_name)
         for loss in LOSSES:
+            if args.only and f"{name}/{loss}" not in args.only:
+                continue
             yl = ybin if loss in BINARY else y10
 
             def fn(strategy=strategy, opts=opts, loss=loss, yl=yl):
@@ -896,11 +898,17 @@ def main(argv=None):
         default=[],
         help="STRATEGY/LOSS to cProfile at the largest N, e.g. model_change/ce",
     )
+    p.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        help="time only this STRATEGY/LOSS (repeatable; quick checks, e.g. model_change/ce)",
+    )
     args = p.parse_args(argv)
     QUIET_BUDGET["left"] = args.quiet_budget
     if args.gl_iterations is None:
         args.gl_iterations = args.iterations
-    for spec in args.profile:
+    for spec in args.profile + args.only:
         sname, _, loss = spec.partition("/")
         if sname not in [s[0] for s in STRATEGIES] or loss not in LOSSES:
             p.error(f"--profile {spec!r}: expected STRATEGY/LOSS")

@@ -28,12 +28,15 @@ from ._threads import small_algebra, with_small_algebra
 from .losses import LOSSES
 from .posterior import project_classes, zero_sum_basis
 
-#: The rank-one losses score ``SCORE_CHUNK`` candidates at a time in the
-#: calling thread (their work is ~M^2 per candidate; a thread pool would cost
-#: more than it gains). ce scores ``CE_CHUNK`` at a time (~M^2 n_c^2 each, and
-#: the chunk's arrays stay in cache) on a pool of ``os.cpu_count()`` threads.
+#: Candidates are scored ``SCORE_CHUNK`` at a time (bounds the memory of the
+#: per-candidate arrays). ce's quadratic forms (~M^2 n_c^2 multiply-adds per
+#: candidate, the bulk of its work) are formed in pieces of about
+#: ``CE_CHUNK`` candidates on a pool of ``os.cpu_count()`` threads; its small
+#: per-candidate solves then run on the whole chunk at once (few, large numpy
+#: operations: the GIL-bound overhead of many small ones costs more than a
+#: second thread gains).
 SCORE_CHUNK = 16384
-CE_CHUNK = 512
+CE_CHUNK = 2048
 
 #: ce with ``top``: above ``SCREEN_MIN`` candidates, screen in float32 and
 #: rescore in float64 those within ``SCREEN_RTOL`` (relative to the largest
@@ -98,25 +101,31 @@ class PosteriorView:
         return self.eigenvectors.sum(axis=0)
 
 
-def _by_chunks(score_chunk, nodes, *, parallel=False, axis=0):
-    """Apply ``score_chunk`` to the candidates a chunk at a time; concatenate.
-
-    With ``parallel`` (ce), chunks of ``CE_CHUNK`` run on a pool of
-    ``os.cpu_count()`` threads (numpy releases the GIL in its kernels), each
-    with a single-threaded BLAS: parallel on an idle machine, and no spinning
-    BLAS threads on a busy one.
-    """
+def _by_chunks(score_chunk, nodes):
+    """Apply ``score_chunk`` to ``SCORE_CHUNK`` candidates at a time; concatenate."""
     nodes = np.asarray(nodes, dtype=np.intp)
-    size = CE_CHUNK if parallel else SCORE_CHUNK
-    starts = range(0, nodes.size, size)
-    workers = min(len(starts), os.cpu_count() or 1) if parallel else 1
+    with small_algebra():
+        parts = [score_chunk(nodes[s : s + SCORE_CHUNK]) for s in range(0, nodes.size, SCORE_CHUNK)]
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
+def _in_pieces(function, nodes):
+    """``function(piece)`` over pieces of about ``CE_CHUNK`` nodes, concatenated on the last axis.
+
+    The pieces run on a pool of ``os.cpu_count()`` threads (numpy releases the
+    GIL in its kernels), each with a single-threaded BLAS: parallel on an idle
+    machine, and no spinning BLAS threads on a busy one.
+    """
+    n_pieces = max(1, -(-nodes.size // CE_CHUNK))
+    pieces = np.array_split(nodes, n_pieces)
+    workers = min(n_pieces, os.cpu_count() or 1)
     with small_algebra():
         if workers <= 1:
-            parts = [score_chunk(nodes[s : s + size]) for s in starts]
+            parts = [function(piece) for piece in pieces]
         else:
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                parts = list(pool.map(lambda s: score_chunk(nodes[s : s + size]), starts))
-    return np.concatenate(parts, axis=axis) if parts else np.empty(0)
+                parts = list(pool.map(function, pieces))
+    return np.concatenate(parts, axis=-1)
 
 
 @dataclass
@@ -254,7 +263,7 @@ def _ce_form_coefficients(view: PosteriorView):
 
 @dataclass(frozen=True)
 class _CEForms:
-    """float32 ``E' G_k E`` and ``E' G2_k E`` (``(n, n_c - 1, n_c - 1)`` each) of sorted ``nodes``.
+    """float32 ``E' G_k E`` and ``E' G2_k E`` (``(n_c - 1, n_c - 1, n)`` each) of sorted ``nodes``.
 
     Used to screen candidates only: the values that decide are recomputed
     exactly (see :func:`_ce_values`).
@@ -263,7 +272,7 @@ class _CEForms:
     nodes: np.ndarray
     G: np.ndarray
     G2: np.ndarray
-    V: np.ndarray  # float32 eigenvector rows of the nodes
+    Vt: np.ndarray  # float32 eigenvector rows of the nodes, transposed: (M, n)
 
     def covers(self, nodes) -> bool:
         position = np.searchsorted(self.nodes, nodes)
@@ -273,7 +282,8 @@ class _CEForms:
 
     def take(self, nodes):
         position = np.searchsorted(self.nodes, nodes)
-        return self.G[position].transpose(1, 2, 0), self.G2[position].transpose(1, 2, 0)
+        # np.take keeps the batch-last layout contiguous (G[:, :, position] does not)
+        return np.take(self.G, position, axis=2), np.take(self.G2, position, axis=2)
 
 
 def _ce_direct(view: PosteriorView, nodes):
@@ -305,6 +315,12 @@ def _ce_forms(view: PosteriorView, nodes, source):
         return _ce_direct(view, nodes)[:2]
     if isinstance(source, str):
         return view.ce_forms.take(nodes)
+    G = _in_pieces(lambda piece: _product_forms(view, piece, source), nodes)
+    return G[0], G[1]
+
+
+def _product_forms(view: PosteriorView, nodes, source):
+    """Both forms of the nodes from the products ``v_m v_m'``, ``(2, n_c - 1, n_c - 1, K)``."""
     V = view.eigenvectors[nodes]
     n_nodes, M = V.shape
     d = view.n_classes - 1
@@ -320,7 +336,7 @@ def _ce_forms(view: PosteriorView, nodes, source):
     G = np.empty((2, d, d, n_nodes), dtype=dtype)
     G[:, class_rows, class_cols] = forms
     G[:, class_cols, class_rows] = forms
-    return G[0], G[1]
+    return G
 
 
 def _ce_terms(view: PosteriorView, nodes, source, *, need_K=True) -> _CETerms:
@@ -342,16 +358,12 @@ def with_ce_forms(view: PosteriorView, nodes) -> PosteriorView:
     nodes = np.unique(np.asarray(nodes, dtype=np.intp))
     d = view.n_classes - 1
     if not nodes.size:
-        empty = np.empty((0, d, d), np.float32)
-        V = np.empty((0, view.eigenvectors.shape[1]), np.float32)
-        return replace(view, ce_forms=_CEForms(nodes, empty, empty, V))
-    source = _ce_form_coefficients(view).astype(np.float32)
-    both = _by_chunks(
-        lambda chunk: np.stack(_ce_forms(view, chunk, source)), nodes, parallel=True, axis=-1
-    )
-    both = np.ascontiguousarray(both.transpose(0, 3, 1, 2))
-    V = view.eigenvectors[nodes].astype(np.float32)
-    return replace(view, ce_forms=_CEForms(nodes=nodes, G=both[0], G2=both[1], V=V))
+        empty = np.empty((d, d, 0), np.float32)
+        Vt = np.empty((view.eigenvectors.shape[1], 0), np.float32)
+        return replace(view, ce_forms=_CEForms(nodes, empty, empty, Vt))
+    G, G2 = _ce_forms(view, nodes, _ce_form_coefficients(view).astype(np.float32))
+    Vt = np.ascontiguousarray(view.eigenvectors[nodes].T, dtype=np.float32)
+    return replace(view, ce_forms=_CEForms(nodes=nodes, G=G, G2=G2, Vt=Vt))
 
 
 def _updated_forms(view: PosteriorView, D, K) -> _CEForms:
@@ -361,21 +373,23 @@ def _updated_forms(view: PosteriorView, D, K) -> _CEForms:
     and ``G2_k - Z_k K Y_k' - Y_k K Z_k' + Y_k K (D'D) K Y_k'`` (the square of
     the new covariance). ``E' V_k X = v_k' X~`` with ``X~ = (E' (x) I) X``
     folded once, so ``Y`` and ``Z`` of every node are one matrix product.
+    Batch-last, like the forms.
     """
     forms = view.ce_forms
     n_c, M = view.n_classes, view.eigenvectors.shape[1]
     d = n_c - 1
     X = np.hstack([D, view.cov @ D])  # (n_c M, 2d)
     folded = (zero_sum_basis(n_c).T @ X.reshape(n_c, M * 2 * d)).reshape(d, M, 2 * d)
-    folded = folded.transpose(1, 0, 2).reshape(M, d * 2 * d).astype(np.float32)
-    YZ = (forms.V @ folded).reshape(-1, d, 2 * d)
-    Y, Z = YZ[:, :, :d], YZ[:, :, d:]
-    K32 = K.astype(np.float32)
-    YK = Y @ K32
-    ZKY = Z @ K32 @ Y.transpose(0, 2, 1)
-    G = forms.G - (YK @ Y.transpose(0, 2, 1)) / np.float32(view.gamma**2)
-    YKDDKY = YK @ (D.T @ D).astype(np.float32) @ YK.transpose(0, 2, 1)
-    G2 = forms.G2 - ZKY - ZKY.transpose(0, 2, 1) + YKDDKY
+    folded = folded.transpose(0, 2, 1).reshape(d * 2 * d, M).astype(np.float32)
+    YZ = (folded @ forms.Vt).reshape(d, 2 * d, -1)  # [a, b, k] = (E' V_k X)_ab
+    Y, Z = YZ[:, :d], YZ[:, d:]
+    KT = K.T.astype(np.float32)
+    YK = np.matmul(KT, Y)  # [a, c, k] = sum_b Y[a, b, k] K[b, c]
+    ZK = np.matmul(KT, Z)
+    YKDD = np.matmul((D.T @ D).astype(np.float32), YK)  # [a, e, k] = sum_c YK[a, c, k] DD[c, e]
+    G = forms.G - np.einsum("ack,eck->aek", YK, Y) / np.float32(view.gamma**2)
+    ZKY = np.einsum("ack,eck->aek", ZK, Y)
+    G2 = forms.G2 - ZKY - ZKY.transpose(1, 0, 2) + np.einsum("ack,eck->aek", YKDD, YK)
     return replace(forms, G=G, G2=G2)
 
 
@@ -396,7 +410,7 @@ def _ce_values(view: PosteriorView, nodes, value_chunk, top):
     nodes = np.asarray(nodes, dtype=np.intp)
 
     def values_in(source, which):
-        return _by_chunks(lambda chunk: value_chunk(chunk, source), which, parallel=True)
+        return _by_chunks(lambda chunk: value_chunk(chunk, source), which)
 
     def exact(which):
         return values_in(None if which.size <= DIRECT_MAX else _ce_form_coefficients(view), which)

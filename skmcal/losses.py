@@ -188,6 +188,15 @@ class CrossEntropyLoss(MulticlassLoss):
         Pi = self.proba(U, gamma)
         return (Pi - Y) / gamma, Pi
 
+    def value_gradient(self, U, Y, gamma):
+        """``(value, G)`` of :meth:`value` and :meth:`derivatives` from one pass over ``U``."""
+        Z = np.asarray(U, dtype=float) / gamma
+        top = Z.max(axis=1, keepdims=True)
+        E = np.exp(Z - top)
+        total = E.sum(axis=1, keepdims=True)
+        value = (top + np.log(total))[:, 0] - (Y * Z).sum(axis=1)
+        return value, (E / total - Y) / gamma
+
     def proba(self, U, gamma):
         return softmax(np.asarray(U, dtype=float) / gamma, axis=1)
 

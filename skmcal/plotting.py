@@ -6,8 +6,9 @@
   the ground truth (one panel per strategy, like the paper's figure of the
   Binary-Clusters choices).
 - :func:`plot_timing`: time per iteration against the number of nodes
-  ``N``, one line per strategy (log-log), and optionally grey reference lines
-  of another implementation.
+  ``N``, one line per strategy (log-log), and optionally dash-dot lines of
+  other strategies in their own models (the paper's baselines) and grey
+  reference lines of another implementation.
 
 Each function takes DataFrames or arrays and the path of the PNG file, and
 returns that path. Figures are drawn on matplotlib's Agg canvas directly, so
@@ -277,6 +278,7 @@ def plot_timing(
     n_col: str = "N",
     time_col: str = "seconds",
     reference: pd.DataFrame | None = None,
+    baselines: pd.DataFrame | None = None,
     unit: str = "s",
     title: str | None = None,
     dpi: int = 120,
@@ -287,8 +289,10 @@ def plot_timing(
     ``N`` (error bars: std over repeated rows, if any). Strategies named
     ``name:loss`` share a colour per ``name`` and a marker per loss; those
     with a multiclass loss (``:mgr``, ``:ce``) are dashed, the binary ones
-    solid, as in the paper's timing figure. Timings of another
-    implementation (``reference``) are drawn as grey dotted lines.
+    solid, as in the paper's timing figure. Other strategies in their own
+    models (``baselines``, such as the paper's baselines of
+    :mod:`skmcal.baselines`) are drawn as coloured dash-dot lines, and
+    timings of another implementation (``reference``) as grey dotted lines.
 
     Parameters
     ----------
@@ -303,6 +307,12 @@ def plot_timing(
         Timings to compare with, such as graphlearning's, with the same
         columns: one grey dotted line per value of ``strategy_col``,
         labelled by that value. None draws none.
+    baselines : pandas.DataFrame, default=None
+        Timings of other strategies, such as VOPT-HF, SOPT-HF and DB-RKHS,
+        with the same columns: one dash-dot line per value of
+        ``strategy_col``, labelled by that value, with open markers, in
+        colours that ``timings``' strategies do not use (never grey). None
+        draws none.
     unit : {"s", "ms"}, default="s"
         The unit of ``time_col``, for the axis label.
     title : str, default=None
@@ -326,6 +336,9 @@ def plot_timing(
     >>> path = Path(tempfile.mkdtemp()) / "timing.png"
     >>> plot_timing(ours, path, time_col="ms", unit="ms", reference=gl).name
     'timing.png'
+    >>> hf = pd.DataFrame({"strategy": ["baseline vopt-hf"] * 2, "N": [1e3, 1e4], "ms": [9, 900]})
+    >>> plot_timing(ours, path, time_col="ms", unit="ms", reference=gl, baselines=hf).name
+    'timing.png'
     """
     units = {"s": "seconds", "ms": "milliseconds"}
     if unit not in units:
@@ -336,11 +349,15 @@ def plot_timing(
     if reference is not None:
         _check_timings(reference, columns, time_col, "plot_timing (reference)")
         references = list(pd.unique(reference[strategy_col]))
+    others = []
+    if baselines is not None:
+        _check_timings(baselines, columns, time_col, "plot_timing (baselines)")
+        others = list(pd.unique(baselines[strategy_col]))
 
     strategies = [str(s) for s in pd.unique(timings[strategy_col])]
     names = list(dict.fromkeys(s.split(":", 1)[0] for s in strategies))
     losses = list(dict.fromkeys(s.rsplit(":", 1)[1] for s in strategies if ":" in s))
-    n_lines = len(strategies) + len(references)
+    n_lines = len(strategies) + len(others) + len(references)
     outside = n_lines > 10
     n_legend_cols = 1 if n_lines <= 24 else 2
     size = (6.4 + 2.6 * n_legend_cols, max(4.8, 0.19 * n_lines / n_legend_cols + 1.0))
@@ -360,6 +377,25 @@ def plot_timing(
             markersize=4,
             capsize=2,
             linestyle="--" if loss in _MULTICLASS_LOSSES else "-",
+        )
+    # tab10 colours left by the strategies' names, without C7 (grey, the references').
+    used = {number % 10 for number in range(len(names))}
+    free = [f"C{i}" for i in range(10) if i != 7 and i not in used]
+    palette = free or [f"C{i}" for i in range(10) if i != 7]
+    for number, strategy in enumerate(others):
+        x, mean, std = _timing_stats(baselines, strategy, strategy_col, n_col, time_col)
+        ax.errorbar(
+            x,
+            mean,
+            yerr=std,
+            label=str(strategy),
+            color=palette[number % len(palette)],
+            marker=_MARKERS[number % len(_MARKERS)],
+            markersize=5,
+            markerfacecolor="none",
+            capsize=2,
+            linestyle="-.",
+            linewidth=1.6,
         )
     greys = np.linspace(0.1, 0.6, len(references))
     for number, (strategy, grey) in enumerate(zip(references, greys, strict=True)):

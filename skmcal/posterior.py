@@ -245,9 +245,13 @@ class _CrossEntropyProblem(_BinaryProblem):
         return 0.5 * np.sum(self.prior[:, None] * A * A) + value
 
     def gradient(self, a):
+        return self.objective_gradient(a)[1]
+
+    def objective_gradient(self, a):
         A = self.coef(a)
-        G, _ = self.loss.derivatives(self.P @ A, self.y, self.gamma)
-        return (self.prior[:, None] * A + self.P.T @ G).T.ravel()
+        value, G = self.loss.value_gradient(self.P @ A, self.y, self.gamma)
+        objective = 0.5 * np.sum(self.prior[:, None] * A * A) + value.sum()
+        return objective, (self.prior[:, None] * A + self.P.T @ G).T.ravel()
 
     def gradient_hessian(self, a):
         A = self.coef(a)
@@ -309,10 +313,13 @@ def _newton(problem, x0, max_iter, tol):
             continue
         decrement = -np.dot(grad, step)
         roundoff = _ROUNDOFF * (1.0 + abs(f))
-        t = 1.0
+        t, grad_new = 1.0, None
         while True:
             x_new = x + t * step
-            f_new = problem.objective(x_new)
+            if t == 1.0 and problem.chord:  # usually accepted: its gradient is next
+                f_new, grad_new = problem.objective_gradient(x_new)
+            else:
+                f_new, grad_new = problem.objective(x_new), None
             if f_new <= f - _ARMIJO * t * decrement or abs(f_new - f) <= roundoff:
                 break
             t *= 0.5
@@ -329,7 +336,8 @@ def _newton(problem, x0, max_iter, tol):
             grad, H = problem.gradient_hessian(x)
             factor, exact, previous = problem.factor(H), True, np.inf
         else:
-            grad, exact, previous = problem.gradient(x), False, t * size
+            grad = problem.gradient(x) if grad_new is None else grad_new
+            exact, previous = False, t * size
     if not exact:
         grad, H = problem.gradient_hessian(x)
         factor = problem.factor(H)

@@ -173,6 +173,72 @@ def test_plot_timing_reference_and_unit(tmp_path, monkeypatch):
         plotting.plot_timing(ours, tmp_path / "x.png", time_col="ms", reference=gl.assign(ms=0.0))
 
 
+def test_plot_timing_baselines(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from matplotlib.colors import to_rgb
+
+    from skmcal import plotting
+
+    sizes = [1000, 10000]
+    ours = pd.DataFrame(
+        [
+            {"strategy": f"{name}:gr", "N": n, "ms": 1.0 + i + n / 1000}
+            for i, name in enumerate(("mc", "vopt"))
+            for n in sizes
+        ]
+    )
+    gl = pd.DataFrame([{"strategy": "graphlearning var_opt", "N": n, "ms": n / 10} for n in sizes])
+    baselines = pd.DataFrame(
+        [
+            {"strategy": f"baseline {name}", "N": n, "ms": n / 100 * (i + 1)}
+            for i, name in enumerate(("vopt-hf", "sopt-hf", "db-rkhs"))
+            for n in sizes
+        ]
+    )
+    assert_png(
+        plotting.plot_timing(
+            ours, tmp_path / "b.png", time_col="ms", unit="ms", reference=gl, baselines=baselines
+        )
+    )
+
+    monkeypatch.setattr(plotting, "_save", lambda fig, path, dpi: fig)
+    fig = plotting.plot_timing(
+        ours, tmp_path / "b.png", time_col="ms", unit="ms", reference=gl, baselines=baselines
+    )
+    ax = fig.axes[0]
+    lines = {bars.get_label(): bars.lines[0] for bars in ax.containers}
+    # Legend order: the strategies, the baselines, the references.
+    assert list(lines) == [
+        *ours["strategy"].unique(),
+        *baselines["strategy"].unique(),
+        *gl["strategy"].unique(),
+    ]
+    ours_colors = {lines[label].get_color() for label in ours["strategy"].unique()}
+    colors = [to_rgb(lines[label].get_color()) for label in baselines["strategy"].unique()]
+    assert len(set(colors)) == 3  # one colour per baseline ...
+    for label, rgb in zip(baselines["strategy"].unique(), colors, strict=True):
+        assert lines[label].get_linestyle() == "-."
+        assert lines[label].get_color() not in ours_colors  # ... not a strategy's ...
+        assert len(set(rgb)) > 1  # ... and not grey
+    assert lines["mc:gr"].get_linestyle() == "-"
+    assert lines["graphlearning var_opt"].get_linestyle() == ":"
+    # 6 lines: the legend stays inside the axes and lists them all.
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(lines)
+
+    # Without baselines: the figure of before (the keyword defaults to None).
+    fig = plotting.plot_timing(ours, tmp_path / "b.png", time_col="ms", reference=gl)
+    assert [bars.get_label() for bars in fig.axes[0].containers] == [
+        *ours["strategy"].unique(),
+        *gl["strategy"].unique(),
+    ]
+    with pytest.raises(ValueError, match=r"baselines.*columns"):
+        plotting.plot_timing(ours, tmp_path / "x.png", time_col="ms", baselines=baselines[["N"]])
+    with pytest.raises(ValueError, match=r"baselines.*positive, finite"):
+        plotting.plot_timing(
+            ours, tmp_path / "x.png", time_col="ms", baselines=baselines.assign(ms=-1.0)
+        )
+
+
 def _truncate(path, keep_lines, extra_chars):
     """Keep the header and ``keep_lines`` data lines, plus part of the next line."""
     lines = path.read_text().splitlines(keepends=True)

@@ -764,3 +764,18 @@ def test_warm_start_reaches_the_same_map_in_no_more_iterations(loss):
         assert warm.n_iter_ <= min(n_before, cold.n_iter_)
         assert warm.n_iter_ < cold.n_iter_
     clear_graph_cache()
+
+
+def test_ce_value_gradient_equals_value_and_derivatives():
+    """The fused pass of the Newton iterations against the two separate formulas."""
+    from skmcal.losses import LOSSES
+
+    ce = LOSSES["ce"]
+    rng = np.random.RandomState(0)
+    Y = np.eye(4)[rng.randint(0, 4, size=30)]
+    for scale in (1.0, 1e3):  # 1e3 / gamma: exp would overflow without the shift
+        U = scale * rng.randn(30, 4)
+        value, G = ce.value_gradient(U, Y, 0.3)
+        np.testing.assert_allclose(value, ce.value(U, Y, 0.3), rtol=1e-13, atol=1e-13 * scale)
+        np.testing.assert_allclose(G, ce.derivatives(U, Y, 0.3)[0], rtol=1e-13, atol=1e-15)
+        assert np.all(np.isfinite(value))
