@@ -41,7 +41,7 @@ CE_CHUNK = 2048
 #: ce with ``top``: above ``SCREEN_MIN`` candidates, screen in float32 and
 #: rescore in float64 those within ``SCREEN_RTOL`` (relative to the largest
 #: value) of the ``top``-th (see :func:`_ce_values`).
-SCREEN_MIN = 2048
+SCREEN_MIN = 1024
 SCREEN_RTOL = 1e-3
 
 #: Below this many nodes the exact ce forms come from ``C V_k'`` directly

@@ -93,7 +93,9 @@ def _cho_inverse(factor):
     lower, info = lapack.dpotri(factor, lower=1)
     if info != 0:
         raise ValueError(_SINGULAR)
-    return np.tril(lower) + np.tril(lower, -1).T
+    inverse = np.tril(lower)
+    inverse += np.tril(lower, -1).T
+    return inverse
 
 
 def _spd_inverse(H):
