@@ -296,12 +296,16 @@ def _ce_direct(view: PosteriorView, nodes):
     """
     n_c, M = view.n_classes, view.eigenvectors.shape[1]
     E = zero_sum_basis(n_c)
+    d = n_c - 1
     V = view.eigenvectors[nodes]  # (K, M)
-    CV = view.cov.reshape(n_c * M, n_c, M) @ V.T  # C V_k', (n_c M, n_c, K)
-    D = np.einsum("xck,ca->xak", CV, E)
-    G = np.einsum("ca,km,cmbk->abk", E, V, D.reshape(n_c, M, n_c - 1, -1)) / view.gamma**2
-    G2 = np.einsum("xak,xbk->abk", D, D)
-    return 0.5 * (G + G.transpose(1, 0, 2)), G2, D
+    # (D_k)' = (I (x) v_k') Y with Y = (E' (x) I) C: one product for all nodes
+    _, Y = project_classes(view.cov, E)  # (d M, n_c M)
+    Dt = (V @ Y.reshape(d, M, n_c * M).transpose(1, 0, 2).reshape(M, -1)).reshape(-1, d, n_c * M)
+    per_class = np.einsum("kbcm,km->kbc", Dt.reshape(-1, d, n_c, M), V)  # (V_k D_k)'
+    G = (per_class @ E).transpose(2, 1, 0) / view.gamma**2  # E' V_k D_k, batch-last
+    G2 = (Dt @ Dt.transpose(0, 2, 1)).transpose(1, 2, 0)
+    D = Dt.transpose(2, 1, 0)  # (n_c M, d, K)
+    return 0.5 * (G + G.transpose(1, 0, 2)), np.ascontiguousarray(G2), D
 
 
 def _ce_forms(view: PosteriorView, nodes, source):
