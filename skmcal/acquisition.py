@@ -28,13 +28,12 @@ from ._threads import small_algebra, with_small_algebra
 from .losses import LOSSES
 from .posterior import project_classes, zero_sum_basis
 
-#: Candidates are scored ``SCORE_CHUNK`` at a time (bounds the memory of the
-#: per-candidate arrays). ce's quadratic forms (~M^2 n_c^2 multiply-adds per
-#: candidate, the bulk of its work) are formed in pieces of about
-#: ``CE_CHUNK`` candidates on a pool of ``os.cpu_count()`` threads; its small
-#: per-candidate solves then run on the whole chunk at once (few, large numpy
-#: operations: the GIL-bound overhead of many small ones costs more than a
-#: second thread gains).
+#: The rank-one losses score ``SCORE_CHUNK`` candidates at a time in the
+#: calling thread (~M^2 work per candidate: a thread pool would cost more than
+#: it gains). ce (~M^2 n_c^2 per candidate) scores pieces of about
+#: ``CE_CHUNK`` candidates on a pool of ``os.cpu_count()`` threads: large
+#: pieces, so that its many small per-candidate numpy operations run over
+#: long arrays (their GIL-bound overhead stays small).
 SCORE_CHUNK = 16384
 CE_CHUNK = 2048
 
@@ -319,7 +318,7 @@ def _ce_forms(view: PosteriorView, nodes, source):
         return _ce_direct(view, nodes)[:2]
     if isinstance(source, str):
         return view.ce_forms.take(nodes)
-    G = _in_pieces(lambda piece: _product_forms(view, piece, source), nodes)
+    G = _product_forms(view, nodes, source)
     return G[0], G[1]
 
 
@@ -365,7 +364,9 @@ def with_ce_forms(view: PosteriorView, nodes) -> PosteriorView:
         empty = np.empty((d, d, 0), np.float32)
         Vt = np.empty((view.eigenvectors.shape[1], 0), np.float32)
         return replace(view, ce_forms=_CEForms(nodes, empty, empty, Vt))
-    G, G2 = _ce_forms(view, nodes, _ce_form_coefficients(view).astype(np.float32))
+    source = _ce_form_coefficients(view).astype(np.float32)
+    G, G2 = np.split(_in_pieces(lambda piece: _product_forms(view, piece, source), nodes), 2)
+    G, G2 = G[0], G2[0]
     Vt = np.ascontiguousarray(view.eigenvectors[nodes].T, dtype=np.float32)
     return replace(view, ce_forms=_CEForms(nodes=nodes, G=G, G2=G2, Vt=Vt))
 
@@ -414,7 +415,7 @@ def _ce_values(view: PosteriorView, nodes, value_chunk, top):
     nodes = np.asarray(nodes, dtype=np.intp)
 
     def values_in(source, which):
-        return _by_chunks(lambda chunk: value_chunk(chunk, source), which)
+        return _in_pieces(lambda piece: value_chunk(piece, source), which)
 
     def exact(which):
         return values_in(None if which.size <= DIRECT_MAX else _ce_form_coefficients(view), which)
