@@ -836,6 +836,35 @@ def run_size(n, X_all, y_all, args, results_dir):
     }
 
 
+def add_load_arguments(p, unit):
+    """The machine-load options shared with ``bench_baselines.py``; ``unit``: what is re-run."""
+    p.add_argument("--max-load", type=float, default=0.8)
+    p.add_argument(
+        "--max-wait",
+        type=float,
+        default=600.0,
+        help="longest wait (s) for the 1-minute load to drop below --max-load",
+    )
+    p.add_argument(
+        "--rerun-above",
+        type=float,
+        default=0.3,
+        help=f"re-run a {unit} once when other processes used more cores",
+    )
+    p.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=60.0,
+        help="longest wait (s) for quiet before such a re-run",
+    )
+    p.add_argument(
+        "--quiet-budget",
+        type=float,
+        default=900.0,
+        help="total seconds the re-runs may wait for quiet",
+    )
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[10000, 70000])
@@ -867,31 +896,7 @@ def main(argv=None):
         action="store_false",
         help="do not time graphlearning's own eigen_decomp",
     )
-    p.add_argument("--max-load", type=float, default=0.8)
-    p.add_argument(
-        "--max-wait",
-        type=float,
-        default=600.0,
-        help="longest wait (s) for the 1-minute load to drop below --max-load",
-    )
-    p.add_argument(
-        "--rerun-above",
-        type=float,
-        default=0.3,
-        help="re-run a configuration once when other processes used more cores",
-    )
-    p.add_argument(
-        "--quiet-wait",
-        type=float,
-        default=60.0,
-        help="longest wait (s) for quiet before such a re-run",
-    )
-    p.add_argument(
-        "--quiet-budget",
-        type=float,
-        default=900.0,
-        help="total seconds the re-runs may wait for quiet",
-    )
+    add_load_arguments(p, "configuration")
     p.add_argument(
         "--profile",
         action="append",

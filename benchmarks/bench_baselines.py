@@ -489,31 +489,7 @@ def main(argv=None):
         action="store_true",
         help="also run skmcal.experiment.run_experiment and check it picks the same nodes",
     )
-    p.add_argument("--max-load", type=float, default=0.8)
-    p.add_argument(
-        "--max-wait",
-        type=float,
-        default=600.0,
-        help="longest wait (s) for the 1-minute load to drop below --max-load",
-    )
-    p.add_argument(
-        "--rerun-above",
-        type=float,
-        default=0.3,
-        help="re-run a baseline once when other processes used more cores",
-    )
-    p.add_argument(
-        "--quiet-wait",
-        type=float,
-        default=60.0,
-        help="longest wait (s) for quiet before such a re-run",
-    )
-    p.add_argument(
-        "--quiet-budget",
-        type=float,
-        default=900.0,
-        help="total seconds the re-runs may wait for quiet",
-    )
+    bench_al.add_load_arguments(p, "baseline")
     args = p.parse_args(argv)
     if args.iterations < 1:
         p.error(f"--iterations must be >= 1; got {args.iterations}.")

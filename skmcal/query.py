@@ -149,13 +149,12 @@ def _choose(state, score, advance, pool_nodes, rows, n_instances, batch, rng):
     return np.array(chosen, dtype=np.intp), np.array(chosen_scores)
 
 
-def _select(
-    score_fn, learner, X_pool, n_instances, candidates, batch, random_state, *, screened=False
-):
-    """Shared body of every strategy: candidates, scores, top-k or greedy batch.
+#: Acquisition functions that take ``top=`` (ce screens its candidates in float32).
+_SCREENED = (acquisition.model_change, acquisition.vopt, acquisition.sopt)
 
-    ``screened``: ``score_fn`` takes ``top=`` (see :func:`skmcal.acquisition.model_change`).
-    """
+
+def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_state):
+    """Shared body of every strategy: candidates, scores, top-k or greedy batch."""
     if not isinstance(n_instances, Integral) or n_instances < 1:
         raise ValueError(f"n_instances must be a positive int; got {n_instances!r}.")
     if batch not in BATCH_MODES:
@@ -165,6 +164,7 @@ def _select(
     pool_nodes = _pool_nodes(clf, X_pool)
     rows = _candidate_rows(pool_nodes, clf.labeled_nodes_, candidates, n_instances, rng)
     view = PosteriorView.from_classifier(clf)
+    screened = score_fn in _SCREENED
     if screened and batch == "greedy" and n_instances > 1:
         view = acquisition.with_ce_forms(view, pool_nodes[rows])  # ce only
     if screened:
@@ -203,14 +203,7 @@ def model_change(
         Their acquisition values.
     """
     return _select(
-        acquisition.model_change,
-        learner,
-        X_pool,
-        n_instances,
-        candidates,
-        batch,
-        random_state,
-        screened=True,
+        acquisition.model_change, learner, X_pool, n_instances, candidates, batch, random_state
     )
 
 
@@ -219,16 +212,7 @@ def vopt(learner, X_pool, n_instances=1, *, candidates=None, batch="topk", rando
 
     Parameters and returns as :func:`model_change`.
     """
-    return _select(
-        acquisition.vopt,
-        learner,
-        X_pool,
-        n_instances,
-        candidates,
-        batch,
-        random_state,
-        screened=True,
-    )
+    return _select(acquisition.vopt, learner, X_pool, n_instances, candidates, batch, random_state)
 
 
 def sopt(learner, X_pool, n_instances=1, *, candidates=None, batch="topk", random_state=None):
@@ -236,16 +220,7 @@ def sopt(learner, X_pool, n_instances=1, *, candidates=None, batch="topk", rando
 
     Parameters and returns as :func:`model_change`.
     """
-    return _select(
-        acquisition.sopt,
-        learner,
-        X_pool,
-        n_instances,
-        candidates,
-        batch,
-        random_state,
-        screened=True,
-    )
+    return _select(acquisition.sopt, learner, X_pool, n_instances, candidates, batch, random_state)
 
 
 def uncertainty(
