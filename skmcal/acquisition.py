@@ -184,7 +184,7 @@ class _CETerms:
     """Per-candidate look-ahead quantities of ce, on the zero-sum subspace.
 
     Batch-last: candidate ``k`` is the last index. With ``E`` the basis of
-    :func:`_zero_sum_basis`, ``V_k = I (x) v_k'``, ``G_k = V_k C V_k' / g^2``
+    :func:`skmcal.posterior.zero_sum_basis`, ``V_k = I (x) v_k'``, ``G_k = V_k C V_k' / g^2``
     and ``B_k = diag(pi_k) - pi_k pi_k'``: ``G2 = E' V_k C^2 V_k' E``,
     ``K = E' (I + B_k G_k)^-1 B_k E / g^2`` (None when not asked for) and
     ``step = E' (I + B_k G_k)^-1 (pi_k - yhat_k) / g``. The look-ahead MAP is
