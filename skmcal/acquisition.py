@@ -26,7 +26,7 @@ from scipy.special import entr
 
 from ._threads import small_algebra, with_small_algebra
 from .losses import LOSSES
-from .posterior import project_classes, zero_sum_basis
+from .posterior import reduce_classes, zero_sum_basis
 
 #: The rank-one losses score ``SCORE_CHUNK`` candidates at a time in the
 #: calling thread (~M^2 work per candidate: a thread pool would cost more than
@@ -255,7 +255,8 @@ def _ce_form_coefficients(view: PosteriorView):
         symmetric = 0.5 * (blocks + blocks.transpose(0, 2, 1))
         return symmetric[:, rows, cols].T * doubled[:, None]
 
-    projected, Y = project_classes(view.cov, E)
+    Y = reduce_classes(view.cov, E)
+    projected = reduce_classes(Y.T, E).T  # (E (x) I)' C (E (x) I)
     both = np.vstack([coefficients(projected).T / view.gamma**2, coefficients(Y @ Y.T).T])
     return np.ascontiguousarray(both)
 
@@ -298,7 +299,7 @@ def _ce_direct(view: PosteriorView, nodes):
     d = n_c - 1
     V = view.eigenvectors[nodes]  # (K, M)
     # (D_k)' = (I (x) v_k') Y with Y = (E' (x) I) C: one product for all nodes
-    _, Y = project_classes(view.cov, E)  # (d M, n_c M)
+    Y = reduce_classes(view.cov, E)  # (d M, n_c M)
     Dt = (V @ Y.reshape(d, M, n_c * M).transpose(1, 0, 2).reshape(M, -1)).reshape(-1, d, n_c * M)
     per_class = np.einsum("kbcm,km->kbc", Dt.reshape(-1, d, n_c, M), V)  # (V_k D_k)'
     G = (per_class @ E).transpose(2, 1, 0) / view.gamma**2  # E' V_k D_k, batch-last
@@ -334,8 +335,8 @@ def _product_forms(view: PosteriorView, nodes, source):
     for m in range(M):
         np.multiply(Vt[m], Vt[m:], out=products[row : row + M - m])
         row += M - m
-    forms = (source @ products).reshape(2, -1, n_nodes)
     class_rows, class_cols = np.triu_indices(d)
+    forms = (source @ products).reshape(2, class_rows.size, n_nodes)
     G = np.empty((2, d, d, n_nodes), dtype=dtype)
     G[:, class_rows, class_cols] = forms
     G[:, class_cols, class_rows] = forms
@@ -359,14 +360,8 @@ def with_ce_forms(view: PosteriorView, nodes) -> PosteriorView:
     if view.loss != "ce":
         return view
     nodes = np.unique(np.asarray(nodes, dtype=np.intp))
-    d = view.n_classes - 1
-    if not nodes.size:
-        empty = np.empty((d, d, 0), np.float32)
-        Vt = np.empty((view.eigenvectors.shape[1], 0), np.float32)
-        return replace(view, ce_forms=_CEForms(nodes, empty, empty, Vt))
     source = _ce_form_coefficients(view).astype(np.float32)
-    G, G2 = np.split(_in_pieces(lambda piece: _product_forms(view, piece, source), nodes), 2)
-    G, G2 = G[0], G2[0]
+    G, G2 = _in_pieces(lambda piece: _product_forms(view, piece, source), nodes)
     Vt = np.ascontiguousarray(view.eigenvectors[nodes].T, dtype=np.float32)
     return replace(view, ce_forms=_CEForms(nodes=nodes, G=G, G2=G2, Vt=Vt))
 

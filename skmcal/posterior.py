@@ -133,10 +133,6 @@ class _BinaryProblem:
         value = self.loss.value(self.P @ alpha, self.y, self.gamma).sum()
         return 0.5 * np.dot(self.prior * alpha, alpha) + value
 
-    def gradient(self, alpha):
-        first, _ = self.loss.derivatives(self.P @ alpha, self.y, self.gamma)
-        return self.prior * alpha + self.P.T @ first
-
     def gradient_hessian(self, alpha):
         first, second = self.loss.derivatives(self.P @ alpha, self.y, self.gamma)
         grad = self.prior * alpha + self.P.T @ first
@@ -186,17 +182,18 @@ def zero_sum_basis(n_classes):
     return basis
 
 
-def project_classes(X, E):
-    """``(E (x) I)' X (E (x) I)`` and ``Y = (E (x) I)' X`` for class-major ``X``.
+def reduce_classes(X, E):
+    """``(E (x) I)' X`` for class-major rows: ``X`` has ``n_c M`` rows, ``E`` is ``(n_c, d)``.
 
-    ``X`` is ``(n_c M, n_c M)`` and ``E`` is ``(n_c, d)``; the results are
-    ``(d M, d M)`` and ``(d M, n_c M)``.
+    The result has ``d M`` rows and the trailing shape of ``X``.
     """
     n_c, d = E.shape
-    M = X.shape[0] // n_c
-    Y = (E.T @ X.reshape(n_c, M * n_c * M)).reshape(d * M, n_c, M)
-    projected = (Y.transpose(0, 2, 1) @ E).transpose(0, 2, 1).reshape(d * M, d * M)
-    return projected, Y.reshape(d * M, n_c * M)
+    return (E.T @ X.reshape(n_c, -1)).reshape((d * (X.shape[0] // n_c),) + X.shape[1:])
+
+
+def project_classes(X, E):
+    """``(E (x) I)' X (E (x) I)`` for a class-major square ``X``: ``(d M, d M)``."""
+    return reduce_classes(reduce_classes(X, E).T, E).T
 
 
 class _CrossEntropyProblem(_BinaryProblem):
@@ -227,7 +224,7 @@ class _CrossEntropyProblem(_BinaryProblem):
 
     def _reduce(self, a):
         """Coordinates ``(E (x) I)' a`` on the zero-sum subspace."""
-        return (self.basis.T @ a.reshape(self.n_classes, self.M)).ravel()
+        return reduce_classes(a, self.basis)
 
     def _lift(self, b):
         """``(E (x) I) b``: back to class-major coefficients."""
@@ -262,7 +259,7 @@ class _CrossEntropyProblem(_BinaryProblem):
         return grad.T.ravel(), ce_hessian(self.prior, self.P, Pi, self.gamma)
 
     def factor(self, H):
-        return _cholesky(project_classes(H, self.basis)[0])
+        return _cholesky(project_classes(H, self.basis))
 
     def step(self, factor, grad):
         return self._lift(_cho_solve(factor, -self._reduce(grad)))[:, 0]

@@ -644,3 +644,9 @@ def test_ce_values_through_the_product_forms_match_brute_force(setting, monkeypa
     _assert_close(acquisition.model_change(view, nodes), [bf.model_change(k) for k in nodes])
     _assert_close(acquisition.vopt(view, nodes), [bf.vopt(k) for k in nodes])
     _assert_close(acquisition.sopt(view, nodes), [bf.sopt_per_class(k) for k in nodes])
+
+
+def test_ce_forms_of_no_nodes():
+    _clf, _bf, view = _setup("ce", "auto")
+    forms = acquisition.with_ce_forms(view, []).ce_forms
+    assert forms.G.shape == forms.G2.shape == (2, 2, 0) and forms.nodes.size == 0

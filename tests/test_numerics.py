@@ -779,3 +779,18 @@ def test_ce_value_gradient_equals_value_and_derivatives():
         np.testing.assert_allclose(value, ce.value(U, Y, 0.3), rtol=1e-13, atol=1e-13 * scale)
         np.testing.assert_allclose(G, ce.derivatives(U, Y, 0.3)[0], rtol=1e-13, atol=1e-15)
         assert np.all(np.isfinite(value))
+
+
+def test_class_reductions_are_kronecker_products():
+    """reduce_classes / project_classes against dense (E (x) I)' X and (E (x) I)' X (E (x) I)."""
+    from skmcal.posterior import project_classes, reduce_classes, zero_sum_basis
+
+    rng = np.random.RandomState(1)
+    E = zero_sum_basis(4)
+    X = rng.randn(4 * 3, 4 * 3)
+    W = np.kron(E, np.eye(3))
+    np.testing.assert_allclose(reduce_classes(X, E), W.T @ X, atol=1e-14)
+    np.testing.assert_allclose(reduce_classes(X[:, 0], E), W.T @ X[:, 0], atol=1e-14)
+    np.testing.assert_allclose(project_classes(X, E), W.T @ X @ W, atol=1e-14)
+    np.testing.assert_allclose(E.T @ E, np.eye(3), atol=1e-15)
+    np.testing.assert_allclose(E.sum(axis=0), 0.0, atol=1e-15)
