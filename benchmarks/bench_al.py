@@ -575,17 +575,11 @@ def table_rows(n, results, gl_results):
 
 
 TIME_KEYS = ("update_ms", "query_ms", "total_ms", "total_min_ms", "total_max_ms")
+#: The columns every ``bench_*_<N>.csv`` of the timing figure starts with
+#: (``plot_timing.py`` reads them; ``bench_baselines.py`` writes them too).
+TIMING_FIELDS = ("N", "strategy", "loss", "classes", "iterations", *TIME_KEYS)
 CSV_FIELDS = (
-    "N",
-    "strategy",
-    "loss",
-    "classes",
-    "iterations",
-    "update_ms",
-    "query_ms",
-    "total_ms",
-    "total_min_ms",
-    "total_max_ms",
+    *TIMING_FIELDS,
     "direct_update_ms",
     "direct_query_ms",
     "direct_total_ms",

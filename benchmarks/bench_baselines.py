@@ -111,16 +111,7 @@ GIB = 2.0**30
 BASE_GB = 0.2
 
 CSV_FIELDS = (
-    "N",
-    "strategy",
-    "loss",
-    "classes",
-    "iterations",
-    "update_ms",
-    "query_ms",
-    "total_ms",
-    "total_min_ms",
-    "total_max_ms",
+    *bench_al.TIMING_FIELDS,
     "carrier_fit_ms",
     "model_fit_ms",
     "n_labeled",
