@@ -6,6 +6,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.metrics import accuracy_score
 from sklearn.utils import _safe_indexing
@@ -13,9 +14,9 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .fitting import fit_posterior
 from .graph import GRAPH_CACHE, GraphParams, NodeSet, build_graph, node_set
 from .losses import LOSSES
-from .posterior import fit_posterior
 
 #: Default ``(tau, gamma)`` per loss when given as "auto": the settings of the
 #: paper's experiments (binary: tau=0.001, gamma=0.5; MGR: tau=0.005,
@@ -120,7 +121,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     cache : bool, default=True
         Share graphs through :data:`skmcal.graph.GRAPH_CACHE`.
     n_jobs : int or None, default=None
-        Parallel jobs of the default neighbour search.
+        Parallel jobs of the default neighbour search (None: 1), and threads
+        that score pieces of ce candidates in the query strategies (None:
+        every core; each thread runs a single-threaded BLAS).
     random_state : int, RandomState instance or None, default=None
         Seeds the starting vector of the sparse eigensolver (large graphs
         only). None uses ARPACK's own (fixed) start. A RandomState instance
@@ -144,7 +147,10 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     labeled_nodes_ : ndarray of shape (n_labeled,)
         Node index of each labeled row of the last ``fit``.
     posterior_ : LaplacePosterior
-        MAP, covariance and Hessian in spectral coordinates.
+        The fitted posterior (MAP and covariance in spectral coordinates), a
+        :class:`~skmcal.posterior.RankOnePosterior` (``gr``, ``logistic``,
+        ``probit``, ``mgr``) or :class:`~skmcal.softmax.SoftmaxPosterior`
+        (``ce``): what predictions and the query strategies read.
     tau_, gamma_ : float
         The values used (after resolving "auto").
     n_iter_ : int
@@ -365,8 +371,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         gamma = gamma if self.gamma == "auto" else float(self.gamma)
 
         labeled_nodes = node_index[labeled]
-        codes = np.searchsorted(classes, y[labeled])
-        targets = np.eye(classes.size)[codes] if loss.multiclass else 2.0 * codes - 1.0
+        targets = loss.encode(np.searchsorted(classes, y[labeled]), classes.size)
         coef_init = None
         # Warm start only where the previous fit used the same graph content.
         signature = (graph.params.key(nodes.digest), self.loss, tuple(classes.tolist()))
@@ -375,12 +380,14 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         posterior = fit_posterior(
             loss,
             graph.eigenvalues + tau**2,
-            graph.eigenvectors[labeled_nodes],
+            graph.eigenvectors,
+            labeled_nodes,
             targets,
             gamma,
             coef_init=coef_init,
             max_iter=self.max_iter,
             tol=self.tol,
+            n_threads=None if self.n_jobs is None else effective_n_jobs(self.n_jobs),
         )
 
         self.classes_ = classes
@@ -432,14 +439,6 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             return U[:, 1] - U[:, 0]
         return U
 
-    def _proba_from_latent(self, U):
-        loss = LOSSES[self.loss]
-        if loss.multiclass:
-            return loss.proba(U, self.gamma_)
-        return np.column_stack(
-            [loss.proba_positive(-U, self.gamma_), loss.proba_positive(U, self.gamma_)]
-        )
-
     def predict_proba(self, X):
         """Class probabilities: each class's likelihood at the MAP latent value.
 
@@ -454,7 +453,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, n_classes)
             Rows sum to 1; columns follow ``classes_``.
         """
-        return self._proba_from_latent(self._latent(self._spectral_rows(X)))
+        U = self._latent(self._spectral_rows(X))
+        return self.posterior_.loss.proba(U, self.gamma_)
 
     def _labels_from_latent(self, U):
         if U.ndim == 1:
@@ -523,12 +523,6 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             is the latent value of class ``c`` at row ``r``).
         """
         check_is_fitted(self)
-        C = self.posterior_.cov
         if X is None:
-            return C.copy()
-        rows = self._spectral_rows(X)
-        if self.loss != "ce":
-            return rows @ C @ rows.T
-        n_classes, M, n = self.classes_.size, rows.shape[1], rows.shape[0]
-        blocks = np.einsum("ai,cihk,bk->cahb", rows, C.reshape(n_classes, M, n_classes, M), rows)
-        return blocks.reshape(n_classes * n, n_classes * n)
+            return self.posterior_.cov.copy()
+        return self.posterior_.cov_at(self._spectral_rows(X))

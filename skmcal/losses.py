@@ -4,10 +4,23 @@ Every loss is a function of the latent value(s) ``u`` of one labeled node and
 its label. Binary losses take ``y`` in {-1, +1} and scalar latents; multiclass
 losses take one-hot rows ``Y`` and latent rows ``U`` (one column per class).
 
-Each loss provides the value, the derivatives with respect to the latent
-value, and ``proba``: the likelihood of each class at a given latent value,
-normalised over the classes. That last quantity is what
-:meth:`SpectralGraphClassifier.predict_proba` reports.
+Every loss has the same protocol, so that nothing outside this module and the
+posterior families needs to know which loss it holds:
+
+- ``value(U, Y, gamma)``: the loss of each labeled row;
+- ``derivatives(U, Y, gamma) -> (gradient, curvature)``: the gradient of each
+  row's loss in its latent value(s), and what determines its Hessian: the
+  second derivative ``F'`` per row for the rank-one family (binary losses and
+  ``mgr``, whose Hessian is ``F' I``), the softmax rows ``pi`` for ``ce``
+  (Hessian ``(diag(pi) - pi pi') / gamma^2``);
+- ``proba(U, gamma)``: the likelihood of each class at given latent values,
+  normalised over the classes, shape ``(n, n_classes)`` for every loss; what
+  :meth:`SpectralGraphClassifier.predict_proba` reports;
+- ``encode(codes, n_classes)`` and ``pseudo_targets(U)``: the targets of
+  class codes, and of the class each latent value predicts (the pseudo-label
+  of the look-ahead updates);
+- ``family``: ``"rank_one"`` (one ``M x M`` covariance shared by the classes)
+  or ``"softmax"`` (ce, coupled classes).
 
 All formulas are those of ``MATH.md``; the log-space forms keep them finite
 for ``|u| / gamma`` of 1e3 and beyond.
@@ -63,12 +76,31 @@ class BinaryLoss:
     """A binary likelihood ``l(x, y)`` with ``y`` in {-1, +1}.
 
     Subclasses implement :meth:`value`, :meth:`derivatives` and
-    :meth:`proba_positive`; all act elementwise on arrays.
+    :meth:`proba_positive`; all act elementwise on arrays. Class code 0 is
+    coded -1, class code 1 is coded +1.
     """
 
     name: str = ""
     closed_form: bool = False
     multiclass = False
+    family = "rank_one"
+
+    def encode(self, codes, n_classes=2):
+        """Targets of class codes in {0, 1}: -1 and +1."""
+        return 2.0 * np.asarray(codes, dtype=float) - 1.0
+
+    def pseudo_targets(self, u):
+        """The target each latent value predicts: +1 where ``u >= 0``, else -1."""
+        return np.where(np.asarray(u) >= 0, 1.0, -1.0)
+
+    def gradient(self, u, y, gamma):
+        """First derivative ``F`` of ``l`` in ``u``."""
+        return self.derivatives(u, y, gamma)[0]
+
+    def proba(self, u, gamma):
+        """Likelihood of the classes (-1, +1) at latent ``u``: shape ``(n, 2)``."""
+        u = np.asarray(u, dtype=float)
+        return np.column_stack([self.proba_positive(-u, gamma), self.proba_positive(u, gamma)])
 
     def value(self, u, y, gamma):
         """Loss ``l(u, y)`` elementwise."""
@@ -143,10 +175,27 @@ class MulticlassLoss:
     name: str = ""
     closed_form: bool = False
     multiclass = True
+    family = "rank_one"
+
+    def encode(self, codes, n_classes):
+        """One-hot rows of class codes."""
+        return np.eye(n_classes)[np.asarray(codes, dtype=np.intp)]
+
+    def pseudo_targets(self, U):
+        """One-hot rows of the class of the largest latent value of each row."""
+        return np.eye(U.shape[1])[np.argmax(U, axis=1)]
 
     def value(self, U, Y, gamma):
         """Loss of each row, shape ``(n,)``."""
         raise NotImplementedError
+
+    def derivatives(self, U, Y, gamma):
+        """Return ``(gradient rows, curvature)``; see the module documentation."""
+        raise NotImplementedError
+
+    def gradient(self, U, Y, gamma):
+        """Gradient of each row's loss in its latent row."""
+        return self.derivatives(U, Y, gamma)[0]
 
     def proba(self, U, gamma):
         """Likelihood of each class at latent rows ``U``, normalised per row."""
@@ -162,9 +211,10 @@ class MulticlassGaussianRegressionLoss(MulticlassLoss):
     def value(self, U, Y, gamma):
         return ((U - Y) ** 2).sum(axis=1) / (2.0 * gamma**2)
 
-    def gradient(self, U, Y, gamma):
-        """Gradient of each row's loss in its latent row; the Hessian is I/gamma^2."""
-        return (U - Y) / gamma**2
+    def derivatives(self, U, Y, gamma):
+        """Return ``((U - Y) / gamma^2, 1 / gamma^2)``: each row's Hessian is ``I / gamma^2``."""
+        U = np.asarray(U, dtype=float)
+        return (U - Y) / gamma**2, np.full(U.shape[0], 1.0 / gamma**2)
 
     def proba(self, U, gamma):
         # exp(-||u - e_c||^2 / 2g^2) normalised over c is softmax(u / g^2).
@@ -175,6 +225,7 @@ class CrossEntropyLoss(MulticlassLoss):
     """``-<y, x>/gamma + logsumexp(x / gamma)``; the cross-entropy (CE) model."""
 
     name = "ce"
+    family = "softmax"
 
     def value(self, U, Y, gamma):
         return logsumexp(U / gamma, axis=1) - (Y * U).sum(axis=1) / gamma

@@ -1,71 +1,61 @@
-"""MAP estimate and Laplace posterior in spectral coordinates.
+"""The Laplace posterior: the hub every prediction and acquisition reads.
 
 With ``V`` the ``(n_nodes, M)`` eigenvectors of the graph Laplacian,
-``Lambda_tau = diag(lambda_i + tau^2)`` and ``P = V[labeled]`` (the rows of the
-labeled nodes), every model minimises
+``Lambda_tau = diag(lambda_i + tau^2)`` and ``P = V[labeled]``, the spectral
+model minimises
 
     J(alpha) = 1/2 <alpha, Lambda_tau alpha> + sum_j l(p_j' alpha, y_j)
 
-over the spectral coefficients ``alpha``. The Laplace posterior is
-``N(alpha_hat, C)`` with ``C`` the inverse Hessian of ``J`` at the MAP
-``alpha_hat``. Gaussian losses (``gr``, ``mgr``) are solved in closed form;
-the others by Newton's method with a backtracking line search.
+and its Laplace posterior is ``N(alpha_hat, C)``, ``C`` the inverse Hessian
+of ``J`` at the MAP (:mod:`skmcal.fitting` computes both). A fitted posterior
+is one of two families, with one protocol:
 
-Layouts: binary losses use ``alpha`` of shape ``(M,)`` and ``C`` of shape
-``(M, M)``; ``mgr`` uses ``A`` of shape ``(M, n_classes)`` with one ``C`` of
-shape ``(M, M)`` shared by all classes; ``ce`` uses ``A`` of shape
-``(M, n_classes)`` whose covariance is ``(M n_classes, M n_classes)`` in
-class-major order (index ``c * M + i`` is coefficient ``i`` of class ``c``).
+- :class:`RankOnePosterior` (``gr``, ``logistic``, ``probit``, ``mgr``): one
+  ``M x M`` covariance shared by all classes; a label adds a rank-one term to
+  the Hessian.
+- :class:`skmcal.softmax.SoftmaxPosterior` (``ce``): the classes are coupled;
+  a label adds a rank ``n_c - 1`` term on the zero-sum subspace.
+
+The protocol (see :class:`LaplacePosterior`): ``latent(nodes)``,
+``proba(nodes)``, ``cov_at(rows)``, ``evaluate(formula, nodes, ...)`` (the
+look-ahead terms of candidate nodes, given to an acquisition formula),
+``look_ahead(node)`` (the posterior after one more pseudo-labeled node) and
+``prepare(nodes)`` (state kept across the look-aheads of a greedy batch).
+
+**Look-ahead terms.** Adding node ``k`` with its pseudo-label moves the
+coefficients by ``-D_k R_k`` and the covariance by ``-D_k K_k D_k'``, where
+the columns of ``D_k`` span the directions the node can move (rank-one:
+``D_k = C v_k``; softmax: ``D_k = C V_k' E``). :class:`LookAheadTerms` holds,
+per candidate, ``R_k`` (``step``), ``K_k`` (``gain``), ``D_k' D_k``
+(``gram``) and ``D_k' w`` (``survey``) for a survey direction ``w``; the
+acquisition functions (:mod:`skmcal.acquisition`) are formulas in these.
+
+A posterior may also carry ``base``: latent values of every node computed by
+another model (a full-graph solve), around which the spectral covariance is
+used; then ``coef`` starts at zero and holds the spectral change of the
+look-aheads.
+
+Layouts: binary losses use ``coef`` of shape ``(M,)`` and ``cov`` of shape
+``(M, M)``; ``mgr`` uses ``(M, n_classes)`` with one ``(M, M)`` covariance;
+``ce`` uses ``(M, n_classes)`` with a ``(M n_classes, M n_classes)``
+covariance in class-major order (index ``c * M + i`` is coefficient ``i`` of
+class ``c``).
 """
 
 from __future__ import annotations
 
 import functools
-import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.linalg import lapack
-from sklearn.exceptions import ConvergenceWarning
 
-from ._threads import with_small_algebra
-from .losses import BinaryLoss, CrossEntropyLoss, MulticlassLoss
+from ._threads import small_algebra, with_small_algebra
 
-_ARMIJO = 1e-4
-_MIN_STEP = 2.0**-40
-_ROUNDOFF = 16 * np.finfo(float).eps
-
-
-@dataclass
-class LaplacePosterior:
-    """The fitted Laplace posterior ``N(coef, cov)`` in spectral coordinates.
-
-    Attributes
-    ----------
-    coef : ndarray of shape (M,) or (M, n_classes)
-        The MAP spectral coefficients.
-    cov : ndarray of shape (M, M) or (M * n_classes, M * n_classes)
-        The inverse Hessian of the objective at the MAP (class-major for ce).
-    hessian : ndarray, same shape as ``cov``
-        The Hessian itself.
-    n_iter : int
-        Newton iterations taken (0 for the closed-form losses).
-    converged : bool
-        Whether the Newton iteration met its tolerance.
-    """
-
-    coef: np.ndarray
-    cov: np.ndarray
-    hessian: np.ndarray
-    n_iter: int
-    converged: bool
-
-
-# Dense algebra: Cholesky through LAPACK (dpotrf / dpotrs / dpotri). It runs
-# inside ``fit_posterior``, i.e. with one BLAS thread (skmcal._threads): numpy
-# and scipy each bundle an OpenBLAS, and with several threads each would wait
-# for the other's spinning threads (a 500 x 500 Cholesky from scipy took 0.5 s
-# right after a numpy product on 2 cores, instead of 2 ms).
+# ------------------------------------------------------------ dense algebra
+# Cholesky through LAPACK (dpotrf / dpotrs / dpotri). Fits run with one BLAS
+# thread (skmcal._threads): numpy and scipy each bundle an OpenBLAS, and with
+# several threads each would wait for the other's spinning threads.
 _SINGULAR = (
     "The Hessian of the objective is not numerically positive definite: gamma is "
     "too small relative to tau (the loss curvature 1/gamma^2 swamps the prior "
@@ -73,14 +63,15 @@ _SINGULAR = (
 )
 
 
-def _cholesky(H):
+def cholesky(H):
+    """Lower Cholesky factor of a symmetric positive definite matrix."""
     factor, info = lapack.dpotrf(H, lower=1, clean=1)
     if info != 0:
         raise ValueError(_SINGULAR)
     return factor
 
 
-def _cho_solve(factor, rhs):
+def cho_solve(factor, rhs):
     """``H^-1 rhs`` from the lower Cholesky factor of ``H``."""
     x, info = lapack.dpotrs(factor, rhs, lower=1)
     if info != 0:  # pragma: no cover - dpotrs fails only on bad arguments
@@ -88,7 +79,7 @@ def _cho_solve(factor, rhs):
     return x
 
 
-def _cho_inverse(factor):
+def cho_inverse(factor):
     """``H^-1`` (symmetric) from the lower Cholesky factor of ``H``."""
     lower, info = lapack.dpotri(factor, lower=1)
     if info != 0:
@@ -96,78 +87,6 @@ def _cho_inverse(factor):
     inverse = np.tril(lower)
     inverse += np.tril(lower, -1).T
     return inverse
-
-
-def _spd_inverse(H):
-    """Inverse of a symmetric positive definite matrix (symmetric, from its Cholesky factor)."""
-    return _cho_inverse(_cholesky(H))
-
-
-def _gaussian_map(prior, P, targets, gamma):
-    """Closed form for gr/mgr: ``C = (Lambda + P'P/g^2)^-1``, ``alpha = C P' y / g^2``."""
-    H = P.T @ P / gamma**2
-    H[np.diag_indices_from(H)] += prior
-    cov = _spd_inverse(H)
-    coef = cov @ (P.T @ targets) / gamma**2
-    return LaplacePosterior(coef=coef, cov=cov, hessian=H, n_iter=0, converged=True)
-
-
-class _BinaryProblem:
-    """Objective, derivatives and linear algebra of a binary loss in ``alpha``."""
-
-    #: Whether chord steps (reusing a factor) pay: not for an M x M Hessian.
-    chord = False
-
-    def __init__(self, loss: BinaryLoss, prior, P, y, gamma):
-        self.loss, self.prior, self.P, self.y, self.gamma = loss, prior, P, y, gamma
-
-    def start(self, coef_init):
-        if coef_init is None:
-            return np.zeros(self.prior.size)
-        return np.asarray(coef_init, dtype=float).copy()
-
-    def coef(self, x):
-        return x
-
-    def objective(self, alpha):
-        value = self.loss.value(self.P @ alpha, self.y, self.gamma).sum()
-        return 0.5 * np.dot(self.prior * alpha, alpha) + value
-
-    def gradient_hessian(self, alpha):
-        first, second = self.loss.derivatives(self.P @ alpha, self.y, self.gamma)
-        grad = self.prior * alpha + self.P.T @ first
-        H = (self.P.T * second) @ self.P
-        H[np.diag_indices_from(H)] += self.prior
-        return grad, H
-
-    def factor(self, H):
-        """Cholesky factor of the Hessian (on the subspace the iterates live in)."""
-        return _cholesky(H)
-
-    def step(self, factor, grad):
-        """``-H^-1 grad`` for the Hessian ``H`` whose factor is given."""
-        return _cho_solve(factor, -grad)
-
-    def covariance(self, factor):
-        return _cho_inverse(factor)
-
-
-def ce_hessian(prior, P, Pi, gamma):
-    """Hessian of the ce objective, class-major, at softmax rows ``Pi``.
-
-    ``I (x) Lambda_tau + (1/gamma^2) sum_j (diag(pi_j) - pi_j pi_j') (x) p_j p_j'``
-    assembled as ``blockdiag(P' diag(pi_c) P) - Q'Q`` with ``Q = [pi_c * P]_c``.
-    """
-    n_labeled, M = P.shape
-    n_classes = Pi.shape[1]
-    Q = (Pi[:, :, None] * P[:, None, :]).reshape(n_labeled, n_classes * M)
-    H = -(Q.T @ Q)
-    diagonal_blocks = (Q.T @ P).reshape(n_classes, M, M)
-    for c in range(n_classes):
-        H[c * M : (c + 1) * M, c * M : (c + 1) * M] += diagonal_blocks[c]
-    H /= gamma**2
-    H[np.diag_indices_from(H)] += np.tile(prior, n_classes)
-    return H
 
 
 @functools.lru_cache(maxsize=32)
@@ -196,203 +115,166 @@ def project_classes(X, E):
     return reduce_classes(reduce_classes(X, E).T, E).T
 
 
-class _CrossEntropyProblem(_BinaryProblem):
-    """The ce objective in class-major ``a = vec(A)`` (index ``c * M + i``).
+# ------------------------------------------------------------------ protocol
+@dataclass
+class LookAheadTerms:
+    """Per-candidate look-ahead quantities, batch-last (candidate ``k`` is the last index).
 
-    Shifting coefficient ``i`` of every class by the same amount leaves the
-    likelihood unchanged (``B_j 1 = 0``), so along these "shift" directions
-    ``q_i = (1 (x) e_i) / sqrt(n_c)`` only the prior curves the objective:
-    ``H q_i = (lambda_i + tau^2) q_i``, and the MAP has zero class mean. The
-    iterates are kept at zero class mean, and Newton's method runs on that
-    subspace, ``(E (x) I)`` with ``E`` the orthonormal basis of the zero-sum
-    vectors: ``H~ = (E (x) I)' H (E (x) I)``, of size ``(n_c - 1) M``, has no
-    ill-conditioning from the flat directions however small ``gamma``. ``H``
-    maps each subspace to itself, so the covariance is exactly
-    ``H^-1 = (E (x) I) H~^-1 (E (x) I)' + sum_i q_i q_i' / (lambda_i + tau^2)``.
+    With ``d`` the rank of a label's update (1 for the rank-one family,
+    ``n_c - 1`` for softmax):
+
+    Attributes
+    ----------
+    step : ndarray of shape (d, s, K)
+        ``R_k``: the look-ahead MAP is ``coef - D_k R_k`` (``s`` columns: one
+        per class for ``mgr``, else 1).
+    gram : ndarray of shape (d, d, K)
+        ``D_k' D_k``.
+    gain : ndarray of shape (d, d, K) or None
+        ``K_k``: the look-ahead covariance is ``C - D_k K_k D_k'``.
+    survey : ndarray of shape (d, t, K) or None
+        ``D_k' w`` for the survey direction(s) ``w`` (one per class for softmax).
     """
 
-    chord = True  # a (n_c - 1) M Hessian: its assembly and factor dominate
-
-    def __init__(self, loss: CrossEntropyLoss, prior, P, Y, gamma):
-        super().__init__(loss, prior, P, Y, gamma)
-        self.n_classes, self.M = Y.shape[1], P.shape[1]
-        self.basis = zero_sum_basis(self.n_classes)
-
-    def _center(self, a):
-        A = a.reshape(self.n_classes, self.M)
-        return (A - A.mean(axis=0)).ravel()
-
-    def _reduce(self, a):
-        """Coordinates ``(E (x) I)' a`` on the zero-sum subspace."""
-        return reduce_classes(a, self.basis)
-
-    def _lift(self, b):
-        """``(E (x) I) b``: back to class-major coefficients."""
-        return (self.basis @ b.reshape(self.n_classes - 1, -1)).reshape(self.n_classes * self.M, -1)
-
-    def start(self, coef_init):
-        if coef_init is None:
-            return np.zeros(self.prior.size * self.n_classes)
-        return self._center(np.asarray(coef_init, dtype=float).T.ravel())
-
-    def coef(self, x):
-        return x.reshape(self.n_classes, self.M).T
-
-    def objective(self, a):
-        A = self.coef(a)
-        value = self.loss.value(self.P @ A, self.y, self.gamma).sum()
-        return 0.5 * np.sum(self.prior[:, None] * A * A) + value
-
-    def gradient(self, a):
-        return self.objective_gradient(a)[1]
-
-    def objective_gradient(self, a):
-        A = self.coef(a)
-        value, G = self.loss.value_gradient(self.P @ A, self.y, self.gamma)
-        objective = 0.5 * np.sum(self.prior[:, None] * A * A) + value.sum()
-        return objective, (self.prior[:, None] * A + self.P.T @ G).T.ravel()
-
-    def gradient_hessian(self, a):
-        A = self.coef(a)
-        G, Pi = self.loss.derivatives(self.P @ A, self.y, self.gamma)
-        grad = self.prior[:, None] * A + self.P.T @ G
-        return grad.T.ravel(), ce_hessian(self.prior, self.P, Pi, self.gamma)
-
-    def factor(self, H):
-        return _cholesky(project_classes(H, self.basis))
-
-    def step(self, factor, grad):
-        return self._lift(_cho_solve(factor, -self._reduce(grad)))[:, 0]
-
-    def covariance(self, factor):
-        inner = _cho_inverse(factor)
-        lifted = self._lift(self._lift(inner).T)  # (E (x) I) inner (E (x) I)'
-        shift = np.kron(
-            np.full((self.n_classes, self.n_classes), 1.0 / self.n_classes),
-            np.diag(1.0 / self.prior),
-        )
-        cov = lifted + shift
-        return 0.5 * (cov + cov.T)
+    step: np.ndarray
+    gram: np.ndarray
+    gain: np.ndarray | None = None
+    survey: np.ndarray | None = None
 
 
-#: Chord steps reuse the last Cholesky factor while each shrinks the step by
-#: at least this factor; otherwise the Hessian is re-evaluated and refactored.
-_CHORD_RATE = 0.25
+@dataclass(frozen=True, eq=False)
+class LaplacePosterior:
+    """A fitted Laplace posterior ``N(coef, cov)`` in spectral coordinates: the protocol.
 
-
-def _newton(problem, x0, max_iter, tol):
-    """Damped Newton's method for a smooth strictly convex objective.
-
-    The Hessian is evaluated and factored at the start; for problems with
-    ``chord`` set (ce), the following steps are chord steps ``-H_0^-1
-    grad(x)`` with that factor (one gradient and two triangular solves each)
-    while they contract fast (each at most ``_CHORD_RATE`` times the previous
-    one); otherwise, and whenever a chord step meets the tolerance, the
-    Hessian is re-evaluated at the current point (plain Newton without
-    ``chord``). Every step, Newton or chord, counts as an iteration.
-    Converged when the exact Newton step at the current point is at most
-    ``tol * (1 + max|x|)`` in every coordinate; that point is returned with its
-    Hessian and the Cholesky factor of that Hessian. Backtracking (Armijo)
-    never accepts an increase of the objective beyond round-off; if no
-    decrease can be found the iteration stops unconverged.
-    """
-    x = np.array(x0, dtype=float)
-    f = problem.objective(x)
-    grad, H = problem.gradient_hessian(x)
-    factor, exact = problem.factor(H), True
-    previous = np.inf
-    for it in range(1, max_iter + 1):
-        step = problem.step(factor, grad)
-        size = np.max(np.abs(step))
-        if size <= tol * (1.0 + np.max(np.abs(x))):
-            if exact:
-                return x, H, factor, it, True
-            grad, H = problem.gradient_hessian(x)
-            factor, exact, previous = problem.factor(H), True, np.inf
-            continue
-        decrement = -np.dot(grad, step)
-        roundoff = _ROUNDOFF * (1.0 + abs(f))
-        t, grad_new = 1.0, None
-        while True:
-            x_new = x + t * step
-            if t == 1.0 and problem.chord:  # usually accepted: its gradient is next
-                f_new, grad_new = problem.objective_gradient(x_new)
-            else:
-                f_new, grad_new = problem.objective(x_new), None
-            if f_new <= f - _ARMIJO * t * decrement or abs(f_new - f) <= roundoff:
-                break
-            t *= 0.5
-            if t < _MIN_STEP:
-                if exact:
-                    return x, H, factor, it, False
-                break
-        if t < _MIN_STEP:  # a chord direction that does not descend: refresh
-            grad, H = problem.gradient_hessian(x)
-            factor, exact, previous = problem.factor(H), True, np.inf
-            continue
-        x, f = x_new, f_new
-        if not problem.chord or t * size > _CHORD_RATE * previous:
-            grad, H = problem.gradient_hessian(x)
-            factor, exact, previous = problem.factor(H), True, np.inf
-        else:
-            grad = problem.gradient(x) if grad_new is None else grad_new
-            exact, previous = False, t * size
-    if not exact:
-        grad, H = problem.gradient_hessian(x)
-        factor = problem.factor(H)
-    return x, H, factor, max_iter, False
-
-
-@with_small_algebra
-def fit_posterior(loss, prior, P, targets, gamma, *, coef_init=None, max_iter=100, tol=1e-10):
-    """MAP and Laplace posterior of ``loss`` in spectral coordinates.
-
-    Parameters
+    Attributes
     ----------
     loss : BinaryLoss or MulticlassLoss
-        The likelihood (see :mod:`skmcal.losses`).
-    prior : ndarray of shape (M,)
-        Diagonal of ``Lambda_tau``: ``eigenvalues + tau**2``.
-    P : ndarray of shape (n_labeled, M)
-        Rows of the eigenvector matrix at the labeled nodes.
-    targets : ndarray of shape (n_labeled,) or (n_labeled, n_classes)
-        Labels in {-1, +1} for binary losses, one-hot rows for multiclass.
+        The likelihood (:mod:`skmcal.losses`).
     gamma : float
         Loss scale.
-    coef_init : ndarray or None
-        Starting point for Newton's method (warm start); ignored by the
-        closed-form losses.
-    max_iter : int
-        Maximum number of Newton iterations.
-    tol : float
-        Stop when every coordinate of the Newton step is at most
-        ``tol * (1 + max|coef|)``.
-
-    Returns
-    -------
-    LaplacePosterior
+    eigenvectors : ndarray of shape (n_nodes, M)
+        ``V``.
+    coef : ndarray of shape (M,) or (M, n_classes)
+        The MAP spectral coefficients (with ``base``: their look-ahead change).
+    cov : ndarray
+        The inverse Hessian of the objective at the MAP.
+    base : ndarray of shape (n_nodes,) or (n_nodes, n_classes), or None
+        Latent values of every node from another model (full-graph); None
+        for the spectral model.
+    n_iter : int
+        Newton (and chord) steps of the fit (0 for the closed forms).
+    converged : bool
+        Whether the fit met its tolerance.
     """
-    if loss.closed_form:
-        return _gaussian_map(prior, P, targets, gamma)
-    if isinstance(loss, MulticlassLoss):
-        problem = _CrossEntropyProblem(loss, prior, P, targets, gamma)
-    else:
-        problem = _BinaryProblem(loss, prior, P, targets, gamma)
-    x0 = problem.start(coef_init)
-    if coef_init is not None and not problem.objective(x0) <= problem.objective(0.0 * x0):
-        x0 = 0.0 * x0  # a warm start worse than the prior mean: start cold
-    x, H, factor, n_iter, converged = _newton(problem, x0, max_iter, tol)
-    if not converged:
-        warnings.warn(
-            f"Newton's method for the {loss.name!r} loss did not converge in "
-            f"max_iter={max_iter} iterations (tol={tol}); increase max_iter.",
-            ConvergenceWarning,
-            stacklevel=3,
+
+    loss: object
+    gamma: float
+    eigenvectors: np.ndarray
+    coef: np.ndarray
+    cov: np.ndarray
+    base: np.ndarray | None = None
+    n_iter: int = 0
+    converged: bool = True
+
+    #: Whether approximate (single-precision) values are worth computing
+    #: before exact ones (:func:`skmcal.acquisition` screening).
+    screening = False
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(loss={self.loss.name!r}, gamma={self.gamma!r}, "
+            f"n_nodes={self.eigenvectors.shape[0]}, M={self.eigenvectors.shape[1]}, "
+            f"n_classes={self.n_classes}, full_graph={self.base is not None}, "
+            f"n_iter={self.n_iter}, converged={self.converged})"
         )
-    return LaplacePosterior(
-        coef=problem.coef(x),
-        cov=problem.covariance(factor),
-        hessian=H,
-        n_iter=n_iter,
-        converged=converged,
-    )
+
+    @property
+    def n_classes(self) -> int:
+        """Number of classes (2 for binary losses)."""
+        return 2 if self.coef.ndim == 1 else self.coef.shape[1]
+
+    def latent(self, nodes):
+        """Latent values at the nodes: ``(K,)`` binary, ``(K, n_classes)`` otherwise."""
+        U = self.eigenvectors[nodes] @ self.coef
+        return U if self.base is None else U + self.base[nodes]
+
+    def proba(self, nodes):
+        """Class probabilities at the nodes (the likelihood at the latent values)."""
+        return self.loss.proba(self.latent(nodes), self.gamma)
+
+    def column_sums(self):
+        """``V' 1``, the spectral coordinates of the all-ones vector."""
+        return self.eigenvectors.sum(axis=0)
+
+    def prepare(self, nodes):
+        """This posterior with state kept for the look-aheads of a greedy batch over ``nodes``."""
+        return self
+
+    def kept_for(self, nodes) -> bool:
+        """Whether :meth:`prepare` state covers ``nodes`` (cheap approximate values)."""
+        return False
+
+    def cov_at(self, rows):
+        """Covariance of the latent values at eigenvector rows ``rows`` (``(n, M)``)."""
+        raise NotImplementedError
+
+    def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None):
+        """``formula(terms)`` of the look-ahead terms of ``nodes``, one value per node."""
+        raise NotImplementedError
+
+    def look_ahead(self, node):
+        """The posterior after adding ``node`` with its pseudo-label."""
+        raise NotImplementedError
+
+
+# ------------------------------------------------------------ rank-one family
+#: The rank-one family scores ``SCORE_CHUNK`` candidates at a time in the
+#: calling thread (~M^2 work per candidate: a thread pool costs more than it gains).
+SCORE_CHUNK = 16384
+
+
+@dataclass(frozen=True, eq=False)
+class RankOnePosterior(LaplacePosterior):
+    """``gr``, ``logistic``, ``probit``, ``mgr``: one ``M x M`` covariance shared by the classes.
+
+    A node ``k`` with pseudo-label ``yhat`` adds ``F'(u_k, yhat) v_k v_k'`` to
+    the Hessian, so ``D_k = C v_k``, ``R_k = F / (1 + F' s_k)`` and ``K_k =
+    F' / (1 + F' s_k)`` with ``s_k = v_k' C v_k`` (Sherman-Morrison; exact for
+    ``gr``/``mgr``, one Newton step for the others).
+    """
+
+    def cov_at(self, rows):
+        return rows @ self.cov @ rows.T
+
+    def _terms(self, nodes, survey):
+        V = self.eigenvectors[nodes]
+        Cv = V @ self.cov
+        s = np.einsum("km,km->k", Cv, V)
+        u = self.latent(nodes)
+        grad, curv = self.loss.derivatives(u, self.loss.pseudo_targets(u), self.gamma)
+        denominator = 1.0 + curv * s
+        step = (grad.T if grad.ndim == 2 else grad[None]) / denominator
+        return LookAheadTerms(
+            step=step[None],
+            gram=np.einsum("km,km->k", Cv, Cv)[None, None],
+            gain=(curv / denominator)[None, None],
+            survey=None if survey is None else (Cv @ survey)[None, None],
+        )
+
+    def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None):
+        nodes = np.asarray(nodes, dtype=np.intp)
+        with small_algebra():
+            parts = [
+                formula(self._terms(nodes[s : s + SCORE_CHUNK], survey))
+                for s in range(0, nodes.size, SCORE_CHUNK)
+            ]
+        return np.concatenate(parts) if parts else np.empty(0)
+
+    @with_small_algebra
+    def look_ahead(self, node):
+        t = self._terms(np.array([node], dtype=np.intp), None)
+        Cv = self.eigenvectors[node] @ self.cov
+        step = t.step[0, :, 0]
+        change = np.multiply.outer(Cv, step) if self.coef.ndim == 2 else Cv * step[0]
+        cov = self.cov - t.gain[0, 0, 0] * np.outer(Cv, Cv)
+        return replace(self, coef=self.coef - change, cov=0.5 * (cov + cov.T))

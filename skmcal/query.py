@@ -35,7 +35,6 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import acquisition
-from .acquisition import PosteriorView, look_ahead
 from .classifier import SpectralGraphClassifier
 from .graph import NodeSet
 from .modal_compat import patch_modal
@@ -163,20 +162,22 @@ def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_st
     rng = check_random_state(random_state)
     pool_nodes = _pool_nodes(clf, X_pool)
     rows = _candidate_rows(pool_nodes, clf.labeled_nodes_, candidates, n_instances, rng)
-    view = PosteriorView.from_classifier(clf)
+    posterior = clf.posterior_
     screened = score_fn in _SCREENED
     if screened and batch == "greedy" and n_instances > 1:
-        view = acquisition.with_ce_forms(view, pool_nodes[rows])  # ce only
+        posterior = posterior.prepare(pool_nodes[rows])
     if screened:
         # Only the best value of each greedy step, or the n_instances best, must be exact.
         top = n_instances if batch == "topk" else 1
 
-        def score(view, nodes):
-            return score_fn(view, nodes, top=top)
+        def score(posterior, nodes):
+            return score_fn(posterior, nodes, top=top)
 
     else:
         score = score_fn
-    return _choose(view, score, look_ahead, pool_nodes, rows, n_instances, batch, rng)
+    return _choose(
+        posterior, score, acquisition.look_ahead, pool_nodes, rows, n_instances, batch, rng
+    )
 
 
 def model_change(
@@ -255,8 +256,8 @@ def uncertainty(
             f"measure must be one of {acquisition.UNCERTAINTY_MEASURES}; got {measure!r}."
         )
 
-    def score(view, nodes):
-        return acquisition.uncertainty(view, nodes, measure)
+    def score(posterior, nodes):
+        return acquisition.uncertainty(posterior, nodes, measure)
 
     return _select(score, learner, X_pool, n_instances, candidates, batch, random_state)
 
@@ -271,7 +272,7 @@ def random_sampling(learner, X_pool, n_instances=1, *, candidates=None, random_s
     """
     rng = check_random_state(random_state)
 
-    def score(view, nodes):
+    def score(posterior, nodes):
         return rng.uniform(size=np.asarray(nodes).size)
 
     return _select(score, learner, X_pool, n_instances, candidates, "topk", rng)

@@ -30,8 +30,9 @@ import pytest
 from scipy.stats import norm
 from sklearn.base import clone
 
-from skmcal import SpectralGraphClassifier, acquisition
-from skmcal.acquisition import PosteriorView, look_ahead
+from skmcal import SpectralGraphClassifier, acquisition, posterior, softmax
+from skmcal.acquisition import look_ahead
+from skmcal.posterior import RankOnePosterior
 
 BINARY = ("gr", "logistic", "probit")
 MULTICLASS = ("mgr", "ce")
@@ -248,7 +249,7 @@ def _assert_close(actual, expected, rtol=RTOL):
 
 def _setup(loss, setting):
     clf, X, y = _fitted(loss, setting)
-    return clf, BruteForce(clf, X, y), PosteriorView.from_classifier(clf)
+    return clf, BruteForce(clf, X, y), clf.posterior_
 
 
 # --------------------------------------------------------------- sanity of setup
@@ -312,7 +313,7 @@ def test_binary_pseudo_label_minimises_model_change(loss):
 def test_pseudo_label_at_zero_is_positive(loss):
     """u_k = 0 exactly: the pseudo-label is +1, so the look-ahead step pulls u_k up."""
     clf, bf, view = _setup(loss, "custom")
-    zero = PosteriorView(loss, bf.g, bf.V, np.zeros(bf.M), view.cov)
+    zero = RankOnePosterior(view.loss, bf.g, bf.V, np.zeros(bf.M), view.cov)
     for k in bf.unlabeled[:5]:
         v = bf.V[k]
         new = look_ahead(zero, k)
@@ -479,8 +480,8 @@ def test_values_do_not_depend_on_chunking_or_order(loss, monkeypatch):
     perm = np.random.RandomState(0).permutation(nodes.size)
     functions = (acquisition.model_change, acquisition.vopt, acquisition.sopt)
     reference = [f(view, nodes) for f in functions]
-    monkeypatch.setattr(acquisition, "CE_CHUNK", 3)
-    monkeypatch.setattr(acquisition, "SCORE_CHUNK", 5)
+    monkeypatch.setattr(softmax, "CE_CHUNK", 3)
+    monkeypatch.setattr(posterior, "SCORE_CHUNK", 5)
     for f, ref in zip(functions, reference, strict=True):
         np.testing.assert_allclose(f(view, nodes), ref, rtol=1e-12)
         np.testing.assert_allclose(f(view, nodes[perm]), ref[perm], rtol=1e-12)
@@ -488,9 +489,9 @@ def test_values_do_not_depend_on_chunking_or_order(loss, monkeypatch):
         assert f(view, np.array([], dtype=int)).shape == (0,)
 
 
-def test_view_from_classifier():
+def test_posterior_of_classifier():
     clf, bf, view = _setup("ce", "auto")
-    assert view.loss == "ce" and view.gamma == clf.gamma_
+    assert view.loss.name == "ce" and view.gamma == clf.gamma_
     assert view.coef is clf.posterior_.coef and view.cov is clf.posterior_.cov
     assert view.eigenvectors is clf.eigenvectors_
     assert view.n_classes == 3
@@ -509,7 +510,7 @@ def _ce_many_classes(n_classes=6, seed=3):
     for c in range(n_classes):
         y[c * 14 + rng.choice(14, 2, replace=False)] = c
     clf = SpectralGraphClassifier("ce", n_eigs=10, tau=0.1, gamma=0.4).fit(X, y)
-    return clf, BruteForce(clf, X, y), PosteriorView.from_classifier(clf)
+    return clf, BruteForce(clf, X, y), clf.posterior_
 
 
 def test_ce_with_six_classes_matches_brute_force():
@@ -530,7 +531,7 @@ def test_spd_solve_batched_matches_dense_solves():
     W = rng.randn(K, n, n)
     A = W @ W.transpose(0, 2, 1) + 1e-3 * np.eye(n)  # condition numbers up to ~1e5
     B = rng.randn(K, n, r)
-    X = acquisition._spd_solve_batched(A.transpose(1, 2, 0), B.transpose(1, 2, 0))
+    X = softmax.spd_solve_batched(A.transpose(1, 2, 0), B.transpose(1, 2, 0))
     np.testing.assert_allclose(X.transpose(2, 0, 1), np.linalg.solve(A, B), rtol=1e-8, atol=1e-8)
 
 
@@ -557,17 +558,17 @@ def test_ce_screening_falls_back_to_double_on_float32_overflow(monkeypatch):
     """Non-finite float32 values (overflow) mean no screening: every value in float64."""
     clf, bf, view = _setup("ce", "auto")
     exact = acquisition.model_change(view, bf.unlabeled)
-    terms = acquisition._ce_terms
+    terms = softmax.SoftmaxPosterior._terms
     precisions = []
 
-    def overflowing_terms(view, nodes, source, **kwargs):
+    def overflowing_terms(self, nodes, source, **kwargs):
         precisions.append(getattr(source, "dtype", source))
-        t = terms(view, nodes, source, **kwargs)
+        t = terms(self, nodes, source, **kwargs)
         if precisions[-1] == np.float32:
             t.step[:] = np.inf
         return t
 
-    monkeypatch.setattr(acquisition, "_ce_terms", overflowing_terms)
+    monkeypatch.setattr(softmax.SoftmaxPosterior, "_terms", overflowing_terms)
     monkeypatch.setattr(acquisition, "SCREEN_MIN", 0)
     np.testing.assert_array_equal(acquisition.model_change(view, bf.unlabeled, top=2), exact)
     assert precisions == [np.float32, None]  # float32 products, then exact direct forms
@@ -593,13 +594,13 @@ def test_ce_forms_follow_the_look_ahead_updates(monkeypatch):
     monkeypatch.setattr(acquisition, "SCREEN_MIN", 0)
     for _clf, bf, view in (_setup("ce", "custom"), _ce_many_classes()):
         nodes = bf.unlabeled
-        state = acquisition.with_ce_forms(view, nodes[::-1])
-        assert state.ce_forms.covers(nodes) and not state.ce_forms.covers(bf.labeled[:1])
+        state = view.prepare(nodes[::-1])
+        assert state.forms.covers(nodes) and not state.forms.covers(bf.labeled[:1])
         for node in nodes[:3]:
             state = look_ahead(state, node)
-            plain = replace(state, ce_forms=None)
-            exact_G, exact_G2, _ = acquisition._ce_direct(plain, nodes)
-            kept_G, kept_G2 = state.ce_forms.take(nodes)
+            plain = replace(state, forms=None)
+            exact_G, exact_G2, _ = plain._direct(nodes)
+            kept_G, kept_G2 = state.forms.take(nodes)
             assert kept_G.dtype == np.float32
             _assert_close(kept_G, exact_G, rtol=1e-5)
             _assert_close(kept_G2, exact_G2, rtol=1e-5)
@@ -615,8 +616,8 @@ def test_ce_forms_follow_the_look_ahead_updates(monkeypatch):
 def test_ce_direct_forms_equal_the_product_forms():
     for _clf, bf, view in (_setup("ce", "auto"), _ce_many_classes()):
         nodes = bf.unlabeled
-        direct = acquisition._ce_direct(view, nodes)[:2]
-        products = acquisition._ce_forms(view, nodes, acquisition._ce_form_coefficients(view))
+        direct = view._direct(nodes)[:2]
+        products = view._forms(nodes, view._form_coefficients())
         for a, b in zip(direct, products, strict=True):
             _assert_close(a, b, rtol=1e-11)
 
@@ -639,7 +640,7 @@ def test_ce_greedy_batch_with_kept_forms_equals_rescoring_from_scratch():
 def test_ce_values_through_the_product_forms_match_brute_force(setting, monkeypatch):
     """Above DIRECT_MAX nodes the forms come from the products v_m v_m': same values."""
     clf, bf, view = _ce_many_classes() if setting == "six classes" else _setup("ce", setting)
-    monkeypatch.setattr(acquisition, "DIRECT_MAX", 0)
+    monkeypatch.setattr(softmax, "DIRECT_MAX", 0)
     nodes = bf.unlabeled
     _assert_close(acquisition.model_change(view, nodes), [bf.model_change(k) for k in nodes])
     _assert_close(acquisition.vopt(view, nodes), [bf.vopt(k) for k in nodes])
@@ -648,5 +649,5 @@ def test_ce_values_through_the_product_forms_match_brute_force(setting, monkeypa
 
 def test_ce_forms_of_no_nodes():
     _clf, _bf, view = _setup("ce", "auto")
-    forms = acquisition.with_ce_forms(view, []).ce_forms
+    forms = view.prepare([]).forms
     assert forms.G.shape == forms.G2.shape == (2, 2, 0) and forms.nodes.size == 0

@@ -1,0 +1,331 @@
+"""Fitting the spectral model: the MAP by Newton's method and its Laplace posterior.
+
+Every model minimises ``J(alpha) = 1/2 <alpha, Lambda_tau alpha> + sum_j
+l(p_j' alpha, y_j)`` over the spectral coefficients (:mod:`skmcal.posterior`).
+Gaussian losses (``gr``, ``mgr``) are solved in closed form; the others by
+Newton's method with a backtracking line search (ce on its zero-sum subspace,
+with chord steps). :func:`fit_posterior` returns the posterior family of the
+loss.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ._threads import with_small_algebra
+from .losses import BinaryLoss, CrossEntropyLoss
+from .posterior import (
+    RankOnePosterior,
+    cho_inverse,
+    cho_solve,
+    cholesky,
+    project_classes,
+    reduce_classes,
+    zero_sum_basis,
+)
+from .softmax import SoftmaxPosterior
+
+_ARMIJO = 1e-4
+_MIN_STEP = 2.0**-40
+_ROUNDOFF = 16 * np.finfo(float).eps
+
+
+def _gaussian_map(prior, P, targets, gamma):
+    """Closed form for gr/mgr: ``C = (Lambda + P'P/g^2)^-1``, ``alpha = C P' y / g^2``."""
+    H = P.T @ P / gamma**2
+    H[np.diag_indices_from(H)] += prior
+    cov = cho_inverse(cholesky(H))
+    return cov @ (P.T @ targets) / gamma**2, cov
+
+
+class _BinaryProblem:
+    """Objective, derivatives and linear algebra of a binary loss in ``alpha``."""
+
+    #: Whether chord steps (reusing a factor) pay: not for an M x M Hessian.
+    chord = False
+
+    def __init__(self, loss: BinaryLoss, prior, P, y, gamma):
+        self.loss, self.prior, self.P, self.y, self.gamma = loss, prior, P, y, gamma
+
+    def start(self, coef_init):
+        if coef_init is None:
+            return np.zeros(self.prior.size)
+        return np.asarray(coef_init, dtype=float).copy()
+
+    def coef(self, x):
+        return x
+
+    def objective(self, alpha):
+        value = self.loss.value(self.P @ alpha, self.y, self.gamma).sum()
+        return 0.5 * np.dot(self.prior * alpha, alpha) + value
+
+    def gradient_hessian(self, alpha):
+        first, second = self.loss.derivatives(self.P @ alpha, self.y, self.gamma)
+        grad = self.prior * alpha + self.P.T @ first
+        H = (self.P.T * second) @ self.P
+        H[np.diag_indices_from(H)] += self.prior
+        return grad, H
+
+    def factor(self, H):
+        """Cholesky factor of the Hessian (on the subspace the iterates live in)."""
+        return cholesky(H)
+
+    def step(self, factor, grad):
+        """``-H^-1 grad`` for the Hessian ``H`` whose factor is given."""
+        return cho_solve(factor, -grad)
+
+    def covariance(self, factor):
+        return cho_inverse(factor)
+
+
+def ce_hessian(prior, P, Pi, gamma):
+    """Hessian of the ce objective, class-major, at softmax rows ``Pi``.
+
+    ``I (x) Lambda_tau + (1/gamma^2) sum_j (diag(pi_j) - pi_j pi_j') (x) p_j p_j'``
+    assembled as ``blockdiag(P' diag(pi_c) P) - Q'Q`` with ``Q = [pi_c * P]_c``.
+    """
+    n_labeled, M = P.shape
+    n_classes = Pi.shape[1]
+    Q = (Pi[:, :, None] * P[:, None, :]).reshape(n_labeled, n_classes * M)
+    H = -(Q.T @ Q)
+    diagonal_blocks = (Q.T @ P).reshape(n_classes, M, M)
+    for c in range(n_classes):
+        H[c * M : (c + 1) * M, c * M : (c + 1) * M] += diagonal_blocks[c]
+    H /= gamma**2
+    H[np.diag_indices_from(H)] += np.tile(prior, n_classes)
+    return H
+
+
+class _CrossEntropyProblem(_BinaryProblem):
+    """The ce objective in class-major ``a = vec(A)`` (index ``c * M + i``).
+
+    Shifting coefficient ``i`` of every class by the same amount leaves the
+    likelihood unchanged (``B_j 1 = 0``), so along these "shift" directions
+    ``q_i = (1 (x) e_i) / sqrt(n_c)`` only the prior curves the objective:
+    ``H q_i = (lambda_i + tau^2) q_i``, and the MAP has zero class mean. The
+    iterates are kept at zero class mean, and Newton's method runs on that
+    subspace, ``(E (x) I)`` with ``E`` the orthonormal basis of the zero-sum
+    vectors: ``H~ = (E (x) I)' H (E (x) I)``, of size ``(n_c - 1) M``, has no
+    ill-conditioning from the flat directions however small ``gamma``. ``H``
+    maps each subspace to itself, so the covariance is exactly
+    ``H^-1 = (E (x) I) H~^-1 (E (x) I)' + sum_i q_i q_i' / (lambda_i + tau^2)``.
+    """
+
+    chord = True  # a (n_c - 1) M Hessian: its assembly and factor dominate
+
+    def __init__(self, loss: CrossEntropyLoss, prior, P, Y, gamma):
+        super().__init__(loss, prior, P, Y, gamma)
+        self.n_classes, self.M = Y.shape[1], P.shape[1]
+        self.basis = zero_sum_basis(self.n_classes)
+
+    def _center(self, a):
+        A = a.reshape(self.n_classes, self.M)
+        return (A - A.mean(axis=0)).ravel()
+
+    def _reduce(self, a):
+        """Coordinates ``(E (x) I)' a`` on the zero-sum subspace."""
+        return reduce_classes(a, self.basis)
+
+    def _lift(self, b):
+        """``(E (x) I) b``: back to class-major coefficients."""
+        return (self.basis @ b.reshape(self.n_classes - 1, -1)).reshape(self.n_classes * self.M, -1)
+
+    def start(self, coef_init):
+        if coef_init is None:
+            return np.zeros(self.prior.size * self.n_classes)
+        return self._center(np.asarray(coef_init, dtype=float).T.ravel())
+
+    def coef(self, x):
+        return x.reshape(self.n_classes, self.M).T
+
+    def objective(self, a):
+        A = self.coef(a)
+        value = self.loss.value(self.P @ A, self.y, self.gamma).sum()
+        return 0.5 * np.sum(self.prior[:, None] * A * A) + value
+
+    def gradient(self, a):
+        return self.objective_gradient(a)[1]
+
+    def objective_gradient(self, a):
+        A = self.coef(a)
+        value, G = self.loss.value_gradient(self.P @ A, self.y, self.gamma)
+        objective = 0.5 * np.sum(self.prior[:, None] * A * A) + value.sum()
+        return objective, (self.prior[:, None] * A + self.P.T @ G).T.ravel()
+
+    def gradient_hessian(self, a):
+        A = self.coef(a)
+        G, Pi = self.loss.derivatives(self.P @ A, self.y, self.gamma)
+        grad = self.prior[:, None] * A + self.P.T @ G
+        return grad.T.ravel(), ce_hessian(self.prior, self.P, Pi, self.gamma)
+
+    def factor(self, H):
+        return cholesky(project_classes(H, self.basis))
+
+    def step(self, factor, grad):
+        return self._lift(cho_solve(factor, -self._reduce(grad)))[:, 0]
+
+    def covariance(self, factor):
+        inner = cho_inverse(factor)
+        lifted = self._lift(self._lift(inner).T)  # (E (x) I) inner (E (x) I)'
+        shift = np.kron(
+            np.full((self.n_classes, self.n_classes), 1.0 / self.n_classes),
+            np.diag(1.0 / self.prior),
+        )
+        cov = lifted + shift
+        return 0.5 * (cov + cov.T)
+
+
+#: Chord steps reuse the last Cholesky factor while each shrinks the step by
+#: at least this factor; otherwise the Hessian is re-evaluated and refactored.
+_CHORD_RATE = 0.25
+
+
+def _newton(problem, x0, max_iter, tol):
+    """Damped Newton's method for a smooth strictly convex objective.
+
+    The Hessian is evaluated and factored at the start; for problems with
+    ``chord`` set (ce), the following steps are chord steps ``-H_0^-1
+    grad(x)`` with that factor (one gradient and two triangular solves each)
+    while they contract fast (each at most ``_CHORD_RATE`` times the previous
+    one); otherwise, and whenever a chord step meets the tolerance, the
+    Hessian is re-evaluated at the current point (plain Newton without
+    ``chord``). Every step, Newton or chord, counts as an iteration.
+    Converged when the exact Newton step at the current point is at most
+    ``tol * (1 + max|x|)`` in every coordinate; that point is returned with its
+    Hessian and the Cholesky factor of that Hessian. Backtracking (Armijo)
+    never accepts an increase of the objective beyond round-off; if no
+    decrease can be found the iteration stops unconverged.
+    """
+    x = np.array(x0, dtype=float)
+    f = problem.objective(x)
+    grad, H = problem.gradient_hessian(x)
+    factor, exact = problem.factor(H), True
+    previous = np.inf
+    for it in range(1, max_iter + 1):
+        step = problem.step(factor, grad)
+        size = np.max(np.abs(step))
+        if size <= tol * (1.0 + np.max(np.abs(x))):
+            if exact:
+                return x, H, factor, it, True
+            grad, H = problem.gradient_hessian(x)
+            factor, exact, previous = problem.factor(H), True, np.inf
+            continue
+        decrement = -np.dot(grad, step)
+        roundoff = _ROUNDOFF * (1.0 + abs(f))
+        t, grad_new = 1.0, None
+        while True:
+            x_new = x + t * step
+            if t == 1.0 and problem.chord:  # usually accepted: its gradient is next
+                f_new, grad_new = problem.objective_gradient(x_new)
+            else:
+                f_new, grad_new = problem.objective(x_new), None
+            if f_new <= f - _ARMIJO * t * decrement or abs(f_new - f) <= roundoff:
+                break
+            t *= 0.5
+            if t < _MIN_STEP:
+                if exact:
+                    return x, H, factor, it, False
+                break
+        if t < _MIN_STEP:  # a chord direction that does not descend: refresh
+            grad, H = problem.gradient_hessian(x)
+            factor, exact, previous = problem.factor(H), True, np.inf
+            continue
+        x, f = x_new, f_new
+        if not problem.chord or t * size > _CHORD_RATE * previous:
+            grad, H = problem.gradient_hessian(x)
+            factor, exact, previous = problem.factor(H), True, np.inf
+        else:
+            grad = problem.gradient(x) if grad_new is None else grad_new
+            exact, previous = False, t * size
+    if not exact:
+        grad, H = problem.gradient_hessian(x)
+        factor = problem.factor(H)
+    return x, H, factor, max_iter, False
+
+
+#: The posterior family of each loss family (:attr:`BinaryLoss.family`).
+FAMILIES = {"rank_one": RankOnePosterior, "softmax": SoftmaxPosterior}
+
+
+@with_small_algebra
+def fit_posterior(
+    loss,
+    prior,
+    eigenvectors,
+    labeled,
+    targets,
+    gamma,
+    *,
+    coef_init=None,
+    max_iter=100,
+    tol=1e-10,
+    n_threads=None,
+):
+    """MAP and Laplace posterior of ``loss`` in spectral coordinates.
+
+    Parameters
+    ----------
+    loss : BinaryLoss or MulticlassLoss
+        The likelihood (see :mod:`skmcal.losses`).
+    prior : ndarray of shape (M,)
+        Diagonal of ``Lambda_tau``: ``eigenvalues + tau**2``.
+    eigenvectors : ndarray of shape (n_nodes, M)
+        The eigenvector matrix ``V``.
+    labeled : ndarray of shape (n_labeled,)
+        Node index of each labeled node.
+    targets : ndarray of shape (n_labeled,) or (n_labeled, n_classes)
+        ``loss.encode`` of the labels: {-1, +1} for binary losses, one-hot rows
+        for multiclass.
+    gamma : float
+        Loss scale.
+    coef_init : ndarray or None
+        Starting point for Newton's method (warm start); ignored by the
+        closed-form losses.
+    max_iter : int
+        Maximum number of Newton iterations.
+    tol : float
+        Stop when every coordinate of the Newton step is at most
+        ``tol * (1 + max|coef|)``.
+    n_threads : int or None
+        Threads of the softmax family's candidate scoring (None: all cores).
+
+    Returns
+    -------
+    LaplacePosterior
+        :class:`~skmcal.posterior.RankOnePosterior` or
+        :class:`~skmcal.softmax.SoftmaxPosterior`, by ``loss.family``.
+    """
+    P = eigenvectors[labeled]
+    family = FAMILIES[loss.family]
+    extra = {"n_threads": n_threads} if family is SoftmaxPosterior else {}
+    if loss.closed_form:
+        coef, cov = _gaussian_map(prior, P, targets, gamma)
+        return family(loss, gamma, eigenvectors, coef, cov, **extra)
+    if loss.family == "softmax":
+        problem = _CrossEntropyProblem(loss, prior, P, targets, gamma)
+    else:
+        problem = _BinaryProblem(loss, prior, P, targets, gamma)
+    x0 = problem.start(coef_init)
+    if coef_init is not None and not problem.objective(x0) <= problem.objective(0.0 * x0):
+        x0 = 0.0 * x0  # a warm start worse than the prior mean: start cold
+    x, _, factor, n_iter, converged = _newton(problem, x0, max_iter, tol)
+    if not converged:
+        warnings.warn(
+            f"Newton's method for the {loss.name!r} loss did not converge in "
+            f"max_iter={max_iter} iterations (tol={tol}); increase max_iter.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return family(
+        loss,
+        gamma,
+        eigenvectors,
+        problem.coef(x),
+        problem.covariance(factor),
+        n_iter=n_iter,
+        converged=converged,
+        **extra,
+    )

@@ -1,0 +1,337 @@
+"""The softmax (ce) posterior family and its fast path.
+
+A node ``k`` with pseudo-label ``yhat_k`` adds ``V_k' B_k V_k / gamma^2`` to
+the Hessian (``V_k = I (x) v_k'``, ``B_k = diag(pi_k) - pi_k pi_k'``). Every
+vector this touches sums to zero over the classes (``B_k 1 = 0``), so the
+look-ahead lives on the zero-sum subspace, basis ``E``
+(:func:`skmcal.posterior.zero_sum_basis`): with ``D_k = C V_k' E`` and
+``G_k = E' V_k C V_k' E / gamma^2`` (``(n_c - 1) x (n_c - 1)``),
+
+    R_k = E' (I + B_k G_k)^-1 (pi_k - yhat_k) / gamma,
+    K_k = E' (I + B_k G_k)^-1 B_k E / gamma^2,
+
+the look-ahead MAP is ``coef - D_k R_k`` and its covariance ``C - D_k K_k
+D_k'`` (one Newton step; MATH.md). ``D_k' D_k = E' V_k C^2 V_k' E``.
+
+What makes it fast (all of it inside this module):
+
+- the small solves use ``B_k = F F'`` with ``F = diag(s)(I - s s')``,
+  ``s = sqrt(pi_k)``, and Woodbury: ``N = I + F' G F`` is positive definite
+  with eigenvalues >= 1 (no factor of the singular ``B_k``), solved for all
+  candidates at once by a vectorised elimination;
+- the quadratic forms ``G_k`` and ``D_k' D_k`` of many nodes come from the
+  products ``v_m v_m'`` and coefficients set up once per scoring
+  (:meth:`SoftmaxPosterior._form_coefficients`), of few nodes from ``C V_k'``
+  directly;
+- approximate values (float32 forms, optionally kept up to date through the
+  look-aheads of a greedy batch) for screening, see
+  :mod:`skmcal.acquisition`;
+- pieces of ``CE_CHUNK`` candidates scored on ``n_threads`` threads.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ._threads import small_algebra, with_small_algebra
+from .posterior import LaplacePosterior, LookAheadTerms, reduce_classes, zero_sum_basis
+
+#: Candidates are scored in pieces of about ``CE_CHUNK`` (large pieces, so
+#: that the many small numpy operations per candidate run over long arrays).
+CE_CHUNK = 2048
+
+#: Below this many nodes the exact forms come from ``C V_k'`` directly
+#: (``O(M^2 n_c^2)`` per node), above it from the products ``v_m v_m'`` with
+#: coefficients set up once per scoring (``O(M^3 n_c^3)``).
+DIRECT_MAX = 256
+
+
+def spd_solve_batched(A, B):
+    """``A_k^-1 B_k`` for a stack of small symmetric positive definite matrices.
+
+    Batch-last layout: ``A`` is ``(n, n, K)`` and ``B`` is ``(n, r, K)``.
+    Gaussian elimination without pivoting (stable for positive definite
+    matrices), vectorised over the stack: a few numpy operations per row, each
+    over ``K`` contiguous values, instead of one LAPACK call per matrix.
+    """
+    A, X = A.copy(), B.copy()
+    n = A.shape[0]
+    for p in range(n - 1):
+        factor = A[p + 1 :, p] / A[p, p]
+        A[p + 1 :, p + 1 :] -= factor[:, None] * A[p, p + 1 :][None]
+        X[p + 1 :] -= factor[:, None] * X[p][None]
+    for p in range(n - 1, -1, -1):
+        if p < n - 1:
+            X[p] -= np.einsum("jk,jrk->rk", A[p, p + 1 :], X[p + 1 :])
+        X[p] /= A[p, p]
+    return X
+
+
+@dataclass(frozen=True, eq=False)
+class KeptForms:
+    """float32 ``G_k`` and ``D_k' D_k`` (``(n_c - 1, n_c - 1, n)`` each) of sorted ``nodes``.
+
+    Used for approximate values only: the values that decide are recomputed
+    exactly.
+    """
+
+    nodes: np.ndarray
+    G: np.ndarray
+    G2: np.ndarray
+    Vt: np.ndarray  # float32 eigenvector rows of the nodes, transposed: (M, n)
+
+    def covers(self, nodes) -> bool:
+        position = np.searchsorted(self.nodes, nodes)
+        return bool(np.all(position < self.nodes.size)) and np.array_equal(
+            self.nodes[np.minimum(position, self.nodes.size - 1)], nodes
+        )
+
+    def take(self, nodes):
+        position = np.searchsorted(self.nodes, nodes)
+        # np.take keeps the batch-last layout contiguous (G[:, :, position] does not)
+        return np.take(self.G, position, axis=2), np.take(self.G2, position, axis=2)
+
+
+@dataclass(frozen=True, eq=False)
+class SoftmaxPosterior(LaplacePosterior):
+    """The ce posterior: ``cov`` is ``(n_c M, n_c M)``, class-major.
+
+    Attributes (besides those of :class:`~skmcal.posterior.LaplacePosterior`)
+    ---------------------------------------------------------------------------
+    n_threads : int or None
+        Threads that score pieces of candidates (None: ``os.cpu_count()``);
+        each runs a single-threaded BLAS.
+    forms : KeptForms or None
+        float32 forms of some nodes, kept up to date by :meth:`look_ahead`
+        (see :meth:`prepare`).
+    """
+
+    n_threads: int | None = None
+    forms: KeptForms | None = None
+
+    screening = True
+
+    # -------------------------------------------------------------- basics
+    def cov_at(self, rows):
+        """Class-major ``(n_c n, n_c n)``: index ``c * n + r`` is class ``c`` at row ``r``."""
+        n_c, M, n = self.n_classes, rows.shape[1], rows.shape[0]
+        C4 = self.cov.reshape(n_c, M, n_c, M)
+        blocks = np.einsum("ai,cihk,bk->cahb", rows, C4, rows)
+        return blocks.reshape(n_c * n, n_c * n)
+
+    def _in_pieces(self, function, nodes):
+        """``function(piece)`` over pieces of about ``CE_CHUNK`` nodes, concatenated (last axis).
+
+        The pieces run on ``n_threads`` threads (numpy releases the GIL in its
+        kernels), each with a single-threaded BLAS.
+        """
+        n_pieces = max(1, -(-nodes.size // CE_CHUNK))
+        pieces = np.array_split(nodes, n_pieces)
+        workers = min(n_pieces, self.n_threads or os.cpu_count() or 1)
+        with small_algebra():
+            if workers <= 1:
+                parts = [function(piece) for piece in pieces]
+            else:
+                with ThreadPoolExecutor(max_workers=workers) as pool:
+                    parts = list(pool.map(function, pieces))
+        return np.concatenate(parts, axis=-1)
+
+    # ---------------------------------------------------------- the forms
+    def _form_coefficients(self):
+        """Coefficients that turn products ``v_m v_m'`` into ``G_k`` and ``D_k' D_k``.
+
+        Returns the ``(n_c (n_c - 1), M (M + 1) / 2)`` matrix whose product
+        with the column of products ``v_m v_m'`` (``m <= m'``,
+        ``np.triu_indices`` order) of a node is the upper triangles of both
+        forms. On the zero-sum subspace the covariance ``C~ = (E (x) I)' C (E
+        (x) I)`` has ``(n_c - 1) n_c / 2`` class blocks ``C~_ch`` (``c <=
+        h``); ``v' C~_ch v`` involves only the symmetric part of the block and
+        the products with ``m <= m'`` (off-diagonal ones counted twice).
+        ``C^2`` is projected the same way, as ``Y Y'`` with ``Y = (E (x) I)'
+        C``.
+        """
+        n_c, M = self.n_classes, self.eigenvectors.shape[1]
+        d = n_c - 1
+        E = zero_sum_basis(n_c)
+        rows, cols = np.triu_indices(M)
+        class_rows, class_cols = np.triu_indices(d)
+        doubled = np.where(rows == cols, 1.0, 2.0)
+
+        def coefficients(X):
+            blocks = X.reshape(d, M, d, M).transpose(0, 2, 1, 3)[class_rows, class_cols]
+            symmetric = 0.5 * (blocks + blocks.transpose(0, 2, 1))
+            return symmetric[:, rows, cols].T * doubled[:, None]
+
+        Y = reduce_classes(self.cov, E)
+        projected = reduce_classes(Y.T, E).T  # (E (x) I)' C (E (x) I)
+        both = np.vstack([coefficients(projected).T / self.gamma**2, coefficients(Y @ Y.T).T])
+        return np.ascontiguousarray(both)
+
+    def _direct(self, nodes):
+        """``(G_k, D_k' D_k, D_k)`` of a few nodes, from ``D_k = C V_k' E``.
+
+        ``D_k`` is ``(n_c M, n_c - 1)`` (stacked: ``(n_c M, n_c - 1, K)``);
+        ``G_k = E' V_k D_k / g^2``. ``O(M^2 n_c^2)`` per node and no set-up.
+        """
+        n_c, M = self.n_classes, self.eigenvectors.shape[1]
+        E = zero_sum_basis(n_c)
+        d = n_c - 1
+        V = self.eigenvectors[nodes]  # (K, M)
+        # (D_k)' = (I (x) v_k') Y with Y = (E' (x) I) C: one product for all nodes
+        Y = reduce_classes(self.cov, E)  # (d M, n_c M)
+        Dt = (V @ Y.reshape(d, M, n_c * M).transpose(1, 0, 2).reshape(M, -1)).reshape(
+            -1, d, n_c * M
+        )
+        per_class = np.einsum("kbcm,km->kbc", Dt.reshape(-1, d, n_c, M), V)  # (V_k D_k)'
+        G = (per_class @ E).transpose(2, 1, 0) / self.gamma**2  # E' V_k D_k, batch-last
+        G2 = (Dt @ Dt.transpose(0, 2, 1)).transpose(1, 2, 0)
+        D = Dt.transpose(2, 1, 0)  # (n_c M, d, K)
+        return 0.5 * (G + G.transpose(1, 0, 2)), np.ascontiguousarray(G2), D
+
+    def _product_forms(self, nodes, coefficients):
+        """Both forms of the nodes from the products ``v_m v_m'``: ``(2, d, d, K)``."""
+        V = self.eigenvectors[nodes]
+        n_nodes, M = V.shape
+        d = self.n_classes - 1
+        dtype = coefficients.dtype
+        Vt = np.ascontiguousarray(V.T, dtype=dtype)
+        products = np.empty((M * (M + 1) // 2, n_nodes), dtype=dtype)
+        row = 0
+        for m in range(M):
+            np.multiply(Vt[m], Vt[m:], out=products[row : row + M - m])
+            row += M - m
+        class_rows, class_cols = np.triu_indices(d)
+        forms = (coefficients @ products).reshape(2, class_rows.size, n_nodes)
+        G = np.empty((2, d, d, n_nodes), dtype=dtype)
+        G[:, class_rows, class_cols] = forms
+        G[:, class_cols, class_rows] = forms
+        return G
+
+    def _forms(self, nodes, source):
+        """``(G_k, D_k' D_k)`` of the nodes: ``source`` None (exact, direct), "kept"
+        (float32 :class:`KeptForms`) or coefficients (in their precision)."""
+        if source is None:
+            return self._direct(nodes)[:2]
+        if isinstance(source, str):
+            return self.forms.take(nodes)
+        G = self._product_forms(nodes, source)
+        return G[0], G[1]
+
+    # -------------------------------------------------------- small solves
+    def _solves(self, U, G, *, need_gain=True):
+        """``(K_k, R_k)`` from latent rows ``U`` (``(K, n_c)``) and ``G_k`` (``(d, d, K)``)."""
+        g, n_c = self.gamma, self.n_classes
+        E = zero_sum_basis(n_c).astype(G.dtype)
+        Pi = self.loss.proba(U, g).T.astype(G.dtype)  # (n_c, K)
+        # E' F = E' diag(s) - (E' pi) s', i.e. [E' F]_ah = s_h (E_ha - (E' pi)_a)
+        mean = E.T @ Pi
+        F = (E.T[:, :, None] - mean[:, None, :]) * np.sqrt(Pi)[None]  # (d, n_c, K)
+        residual = mean - E.T[:, np.argmax(U, axis=1)]  # E' (pi - yhat), (d, K)
+        GF = np.einsum("abk,bhk->ahk", G, F)
+        N = np.einsum("ahk,agk->hgk", F, GF)
+        N[np.arange(n_c), np.arange(n_c)] += 1.0
+        rhs = np.einsum("ahk,ak->hk", GF, residual)[:, None]
+        if need_gain:
+            rhs = np.concatenate([rhs, F.transpose(1, 0, 2)], axis=1)
+        Z = spd_solve_batched(N, rhs)
+        step = (residual - np.einsum("ahk,hk->ak", F, Z[:, 0])) / g
+        if not need_gain:
+            return None, step
+        K = np.einsum("ahk,hbk->abk", F, Z[:, 1:]) / g**2
+        return 0.5 * (K + K.transpose(1, 0, 2)), step
+
+    def _terms(self, nodes, source, *, need_gain=True, weighted=None) -> LookAheadTerms:
+        """The look-ahead terms of ``nodes`` (forms from ``source``, see :meth:`_forms`)."""
+        G, G2 = self._forms(nodes, source)
+        K, step = self._solves(self.latent(nodes), G, need_gain=need_gain)
+        survey = None
+        if weighted is not None:
+            a = np.tensordot(self.eigenvectors[nodes], weighted, axes=1)  # (K, n_c, d)
+            survey = a.transpose(2, 1, 0).astype(G.dtype)
+        return LookAheadTerms(step=step[:, None], gram=G2, gain=K, survey=survey)
+
+    def _survey_weights(self, direction):
+        """``(M, n_c, d)``: ``a_c = (C V_k')_c' w`` on the zero-sum subspace is ``v_k' [:, c]``.
+
+        The survey risk of ce is summed per class, ``sum_c w' C_cc w`` (the
+        joint direction ``1 (x) w`` shifts every class equally, along which the
+        likelihood is flat).
+        """
+        n_c, M = self.n_classes, direction.size
+        C4 = self.cov.reshape(n_c, M, n_c, M)
+        return np.einsum("cmhn,m->nch", C4, direction) @ zero_sum_basis(n_c)
+
+    # ------------------------------------------------------------ protocol
+    def kept_for(self, nodes) -> bool:
+        return self.forms is not None and self.forms.covers(nodes)
+
+    def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None):
+        """``formula(terms)`` per node; ``approximate``: float32 forms (kept ones if they cover)."""
+        nodes = np.asarray(nodes, dtype=np.intp)
+        if approximate and self.kept_for(nodes):
+            source = "kept"
+        elif approximate:
+            source = self._form_coefficients().astype(np.float32)
+        else:
+            source = None if nodes.size <= DIRECT_MAX else self._form_coefficients()
+        weighted = None if survey is None else self._survey_weights(survey)
+
+        def piece_values(piece):
+            return formula(self._terms(piece, source, need_gain=gain, weighted=weighted))
+
+        return self._in_pieces(piece_values, nodes)
+
+    def prepare(self, nodes):
+        """This posterior with float32 forms of ``nodes``, computed once, for greedy batches.
+
+        :meth:`look_ahead` updates them through the rank ``n_c - 1`` change of
+        the covariance (``O(M n_c^2)`` per node) instead of every greedy step
+        recomputing them (``O(M^2 n_c^2)``).
+        """
+        nodes = np.unique(np.asarray(nodes, dtype=np.intp))
+        coefficients = self._form_coefficients().astype(np.float32)
+        G, G2 = self._in_pieces(lambda piece: self._product_forms(piece, coefficients), nodes)
+        Vt = np.ascontiguousarray(self.eigenvectors[nodes].T, dtype=np.float32)
+        return replace(self, forms=KeptForms(nodes=nodes, G=G, G2=G2, Vt=Vt))
+
+    def _updated_forms(self, D, K) -> KeptForms:
+        """The (float32) kept forms under ``C - D K D'``.
+
+        With ``Y_k = E' V_k D`` and ``Z_k = E' V_k C D``: ``G_k - Y_k K Y_k' /
+        g^2`` and ``G2_k - Z_k K Y_k' - Y_k K Z_k' + Y_k K (D'D) K Y_k'`` (the
+        square of the new covariance). ``E' V_k X = v_k' X~`` with ``X~ = (E'
+        (x) I) X`` folded once, so ``Y`` and ``Z`` of every node are one
+        matrix product.
+        """
+        forms = self.forms
+        n_c, M = self.n_classes, self.eigenvectors.shape[1]
+        d = n_c - 1
+        X = np.hstack([D, self.cov @ D])  # (n_c M, 2d)
+        folded = (zero_sum_basis(n_c).T @ X.reshape(n_c, M * 2 * d)).reshape(d, M, 2 * d)
+        folded = folded.transpose(0, 2, 1).reshape(d * 2 * d, M).astype(np.float32)
+        YZ = (folded @ forms.Vt).reshape(d, 2 * d, -1)  # [a, b, k] = (E' V_k X)_ab
+        Y, Z = YZ[:, :d], YZ[:, d:]
+        KT = K.T.astype(np.float32)
+        YK = np.matmul(KT, Y)  # [a, c, k] = sum_b Y[a, b, k] K[b, c]
+        ZK = np.matmul(KT, Z)
+        YKDD = np.matmul((D.T @ D).astype(np.float32), YK)
+        G = forms.G - np.einsum("ack,eck->aek", YK, Y) / np.float32(self.gamma**2)
+        ZKY = np.einsum("ack,eck->aek", ZK, Y)
+        G2 = forms.G2 - ZKY - ZKY.transpose(1, 0, 2) + np.einsum("ack,eck->aek", YKDD, YK)
+        return replace(forms, G=G, G2=G2)
+
+    @with_small_algebra
+    def look_ahead(self, node):
+        nodes = np.array([node], dtype=np.intp)
+        n_c, M = self.n_classes, self.eigenvectors.shape[1]
+        G, _, D = self._direct(nodes)
+        D = D[:, :, 0]
+        K, step = self._solves(self.latent(nodes), G)
+        coef = self.coef - (D @ step[:, 0]).reshape(n_c, M).T
+        cov = self.cov - D @ K[:, :, 0] @ D.T
+        forms = None if self.forms is None else self._updated_forms(D, K[:, :, 0])
+        return replace(self, coef=coef, cov=0.5 * (cov + cov.T), forms=forms)
