@@ -1,0 +1,212 @@
+"""Full-graph MAP against dense brute force on tiny graphs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skmcal.fullgraph import LaplacianSolver, fit_full_graph, normalized_laplacian, solver_for
+from skmcal.losses import LOSSES
+
+N_NODES = 40
+N_CLASSES = 3
+
+
+def _graph(n=N_NODES, seed=0):
+    """A connected random geometric graph: 5 nearest neighbours of points in the plane."""
+    rng = np.random.RandomState(seed)
+    X = rng.rand(n, 2)
+    dist = np.linalg.norm(X[:, None] - X[None], axis=2)
+    W = np.zeros((n, n))
+    for i in range(n):
+        nearest = np.argsort(dist[i])[1:6]
+        W[i, nearest] = np.exp(-(dist[i, nearest] ** 2) / 0.05)
+    W = 0.5 * (W + W.T)
+    return sp.csr_matrix(W), X
+
+
+def _dense_laplacian(W):
+    W = W.toarray()
+    s = 1.0 / np.sqrt(W.sum(axis=1))
+    return np.eye(W.shape[0]) - s[:, None] * W * s[None, :]
+
+
+def _labels(seed=1, n_labeled=9):
+    rng = np.random.RandomState(seed)
+    labeled = rng.choice(N_NODES, n_labeled, replace=False)
+    codes = np.arange(n_labeled) % N_CLASSES
+    return labeled, codes
+
+
+def _dense_map(loss, W, labeled, targets, tau, gamma):
+    """Dense Newton on the full objective (class-major ``vec(U)`` for multiclass)."""
+    A = _dense_laplacian(W) + tau**2 * np.eye(W.shape[0])
+    n = W.shape[0]
+    if loss.closed_form:
+        Q = A.copy()
+        Q[labeled, labeled] += 1.0 / gamma**2
+        B = np.zeros((n,) + targets.shape[1:])
+        B[labeled] = targets / gamma**2
+        return np.linalg.solve(Q, B)
+    if not loss.multiclass:
+        u = np.zeros(n)
+        for _ in range(100):
+            first, second = loss.derivatives(u[labeled], targets, gamma)
+            grad = A @ u
+            grad[labeled] += first
+            H = A.copy()
+            H[labeled, labeled] += second
+            step = np.linalg.solve(H, -grad)
+            u += step
+            if np.abs(step).max() < 1e-15:
+                break
+        return u
+    n_c = targets.shape[1]
+    prior = np.kron(np.eye(n_c), A)
+    x = np.zeros(n * n_c)
+    for _ in range(100):
+        U = x.reshape(n_c, n).T
+        Pi = loss.proba(U[labeled], gamma)
+        G = np.zeros((n, n_c))
+        G[labeled] = (Pi - targets) / gamma
+        grad = prior @ x + G.T.ravel()
+        H = prior.copy()
+        for j, node in enumerate(labeled):
+            block = (np.diag(Pi[j]) - np.outer(Pi[j], Pi[j])) / gamma**2
+            idx = np.arange(n_c) * n + node
+            H[np.ix_(idx, idx)] += block
+        step = np.linalg.solve(H, -grad)
+        x += step
+        if np.abs(step).max() < 1e-15:
+            break
+    return x.reshape(n_c, n).T
+
+
+def _targets(loss, codes):
+    return np.eye(N_CLASSES)[codes] if loss.multiclass else np.where(codes == 0, -1.0, 1.0)
+
+
+@pytest.mark.parametrize("name", ["gr", "logistic", "probit", "mgr", "ce"])
+@pytest.mark.parametrize(("tau", "gamma"), [(0.1, 0.5), (0.01, 0.1)])
+def test_matches_dense_map(name, tau, gamma):
+    loss = LOSSES[name]
+    W, _ = _graph()
+    labeled, codes = _labels()
+    targets = _targets(loss, codes)
+    fit = fit_full_graph(loss, W, labeled, targets, tau, gamma, tol=1e-13, solver=LaplacianSolver(W))
+    expected = _dense_map(loss, W, labeled, targets, tau, gamma)
+    assert fit.converged
+    np.testing.assert_allclose(fit.latent, expected, rtol=0, atol=1e-8 * np.abs(expected).max())
+    if name == "ce":
+        np.testing.assert_allclose(fit.latent.sum(axis=1), 0.0, atol=1e-10)
+        np.testing.assert_allclose(fit.curvature, loss.proba(expected[labeled], gamma), atol=1e-8)
+    elif name == "mgr":
+        np.testing.assert_allclose(fit.curvature, 1.0 / gamma**2)
+    else:
+        np.testing.assert_allclose(
+            fit.curvature, loss.derivatives(expected[labeled], targets, gamma)[1], atol=1e-8
+        )
+
+
+def test_repeated_labeled_node_adds_its_losses():
+    """A node labeled twice counts twice: double precision and right-hand side there."""
+    W, _ = _graph()
+    labeled = np.array([3, 3, 10, 20])
+    targets = np.array([1.0, 1.0, -1.0, 1.0])
+    fit = fit_full_graph(LOSSES["gr"], W, labeled, targets, 0.1, 0.5, tol=1e-13)
+    Q = _dense_laplacian(W) + 0.01 * np.eye(N_NODES)
+    Q[[3, 10, 20], [3, 10, 20]] += np.array([2.0, 1.0, 1.0]) / 0.25
+    b = np.zeros(N_NODES)
+    b[[3, 10, 20]] = np.array([2.0, -1.0, 1.0]) / 0.25
+    np.testing.assert_allclose(fit.latent, np.linalg.solve(Q, b), atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["gr", "mgr"])
+def test_small_tau_gamma_approach_harmonic_extension(name):
+    loss = LOSSES[name]
+    W, _ = _graph()
+    labeled, codes = _labels()
+    targets = _targets(loss, codes)
+    L = _dense_laplacian(W)
+    free = np.setdiff1d(np.arange(N_NODES), labeled)
+    harmonic = np.zeros((N_NODES,) + targets.shape[1:])
+    harmonic[labeled] = targets
+    harmonic[free] = np.linalg.solve(L[np.ix_(free, free)], -L[np.ix_(free, labeled)] @ targets)
+    errors = [
+        np.abs(fit_full_graph(loss, W, labeled, targets, s, s, tol=1e-12).latent - harmonic).max()
+        for s in (1e-1, 1e-2, 1e-3)
+    ]
+    assert errors[0] > 50 * errors[1] > 2500 * errors[2]
+    assert errors[2] < 1e-5
+
+
+@pytest.mark.parametrize("name", ["gr", "logistic", "mgr", "ce"])
+def test_warm_start_equals_cold_solve(name):
+    """Refit after adding labels: warm start from the previous latent values, same solver."""
+    loss = LOSSES[name]
+    W, _ = _graph()
+    labeled, codes = _labels(n_labeled=12)
+    targets = _targets(loss, codes)
+    solver = LaplacianSolver(W)
+    first = fit_full_graph(loss, W, labeled[:7], targets[:7], 0.05, 0.2, tol=1e-12, solver=solver)
+    warm = fit_full_graph(
+        loss, W, labeled, targets, 0.05, 0.2, init=first.latent, tol=1e-12, solver=solver
+    )
+    cold = fit_full_graph(loss, W, labeled, targets, 0.05, 0.2, tol=1e-12, solver=LaplacianSolver(W))
+    assert warm.converged and cold.converged
+    np.testing.assert_allclose(warm.latent, cold.latent, atol=1e-9 * np.abs(cold.latent).max())
+
+
+def test_preconditioner_low_rank_update_and_rebuild():
+    """New labels are absorbed by the Woodbury correction; a lowered diagonal rebuilds."""
+    W, _ = _graph(n=300, seed=3)
+    solver = LaplacianSolver(W)
+    rng = np.random.RandomState(0)
+    b = rng.randn(300, 1)
+    shift = np.full(300, 1e-4)
+    shift[:5] += 100.0
+    solver.solve(shift, b, atol=np.array([1e-10]))
+    assert solver.n_setups == 1
+    shift[5:10] += 100.0
+    x, _, converged = solver.solve(shift, b, atol=np.array([1e-10]))
+    assert converged and solver.n_setups == 1
+    dense = normalized_laplacian(W).toarray() + np.diag(shift)
+    np.testing.assert_allclose(x, np.linalg.solve(dense, b), atol=1e-8)
+    shift[:5] = 1e-4
+    solver.solve(shift, b, atol=np.array([1e-10]))
+    assert solver.n_setups == 2
+
+
+def test_solver_for_is_shared_per_matrix():
+    W, _ = _graph()
+    assert solver_for(W) is solver_for(W)
+    assert solver_for(W.copy()) is not solver_for(W)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"labeled": np.array([0, 99])}, "outside"),
+        ({"labeled": np.array([0.0, 1.0])}, "1-D array of node indices"),
+        ({"targets": np.array([1.0])}, "targets must have shape"),
+        ({"tau": 0.0}, "tau must be a positive"),
+        ({"gamma": -1.0}, "gamma must be a positive"),
+        ({"init": np.zeros(3)}, "init must have shape"),
+    ],
+)
+def test_errors(kwargs, match):
+    W, _ = _graph()
+    args = {
+        "labeled": np.array([0, 1]),
+        "targets": np.array([-1.0, 1.0]),
+        "tau": 0.1,
+        "gamma": 0.5,
+        "init": None,
+    }
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        fit_full_graph(
+            LOSSES["gr"], W, args["labeled"], args["targets"], args["tau"], args["gamma"],
+            init=args["init"],
+        )
