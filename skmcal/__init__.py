@@ -1,5 +1,6 @@
 """skmcal: model-change active learning on graphs for scikit-learn users."""
 
+from ._threads import get_blas_threads, set_blas_threads
 from .classifier import SpectralGraphClassifier
 from .graph import GRAPH_CACHE, NodeSet, SpectralGraph, clear_graph_cache
 from .query import model_change, random_sampling, sopt, uncertainty, vopt
@@ -10,8 +11,10 @@ __all__ = [
     "SpectralGraph",
     "SpectralGraphClassifier",
     "clear_graph_cache",
+    "get_blas_threads",
     "model_change",
     "random_sampling",
+    "set_blas_threads",
     "sopt",
     "uncertainty",
     "vopt",

@@ -1,23 +1,59 @@
-"""BLAS thread limit for the small dense algebra of fits and acquisition.
+"""BLAS threads for the small dense algebra of fits and acquisition.
 
 The matrices of a fit or of a batch of acquisition values are small (at most
 a few thousand rows). On a machine with few cores, multi-threaded OpenBLAS
 gains little on them and loses badly as soon as another process holds a
 core: its threads spin waiting for each other (measured on 2 cores with one
 busy: a ce fit, 10 classes, M=50, 520 labels, took 1.6 s with 2 BLAS threads
-and 0.1 s with 1). These code paths therefore run with :data:`SMALL_ALGEBRA_THREADS`
-BLAS threads; set it to None to keep the BLAS libraries' own setting.
+and 0.1 s with 1). These code paths therefore run with one BLAS thread by
+default; :func:`set_blas_threads` changes that (None keeps the BLAS
+libraries' own setting, e.g. one chosen with ``threadpoolctl``). The graph
+and spectrum computations are not limited.
 """
 
 from __future__ import annotations
 
 import functools
 from contextlib import nullcontext
+from numbers import Integral
 
 from threadpoolctl import ThreadpoolController
 
-#: BLAS threads used inside fits and acquisition; None keeps the library default.
-SMALL_ALGEBRA_THREADS: int | None = 1
+_LIMIT: dict[str, int | None] = {"blas": 1}
+
+
+def set_blas_threads(n_threads: int | None) -> int | None:
+    """Set the BLAS threads of skmcal's fits and acquisition values; return the previous value.
+
+    Parameters
+    ----------
+    n_threads : int >= 1 or None
+        BLAS threads inside fits and acquisition (default 1, see the module
+        documentation); None leaves the BLAS libraries' own setting.
+
+    Returns
+    -------
+    int or None
+        The previous setting.
+
+    Examples
+    --------
+    >>> import skmcal
+    >>> previous = skmcal.set_blas_threads(None)  # the libraries' own threads
+    >>> skmcal.set_blas_threads(previous)
+    """
+    if n_threads is not None and (
+        not isinstance(n_threads, Integral) or isinstance(n_threads, bool) or n_threads < 1
+    ):
+        raise ValueError(f"n_threads must be a positive int or None; got {n_threads!r}.")
+    previous = _LIMIT["blas"]
+    _LIMIT["blas"] = None if n_threads is None else int(n_threads)
+    return previous
+
+
+def get_blas_threads() -> int | None:
+    """The current setting of :func:`set_blas_threads`."""
+    return _LIMIT["blas"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -26,10 +62,10 @@ def _controller():
 
 
 def small_algebra():
-    """Context manager limiting BLAS threads to :data:`SMALL_ALGEBRA_THREADS`."""
-    if SMALL_ALGEBRA_THREADS is None:
+    """Context manager limiting BLAS threads to the :func:`set_blas_threads` setting."""
+    if _LIMIT["blas"] is None:
         return nullcontext()
-    return _controller().limit(limits=SMALL_ALGEBRA_THREADS, user_api="blas")
+    return _controller().limit(limits=_LIMIT["blas"], user_api="blas")
 
 
 def with_small_algebra(function):

@@ -14,9 +14,11 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .fitting import fit_posterior
+from .fitting import fit_posterior, posterior_around
+from .fullgraph import fit_full_graph
 from .graph import GRAPH_CACHE, GraphParams, NodeSet, build_graph, node_set
 from .losses import LOSSES
+from .poisson import poisson_learning
 
 #: Default ``(tau, gamma)`` per loss when given as "auto": the settings of the
 #: paper's experiments (binary: tau=0.001, gamma=0.5; MGR: tau=0.005,
@@ -28,6 +30,9 @@ AUTO_HYPERPARAMETERS = {
     "mgr": (0.005, 0.1),
     "ce": (0.005, 0.5),
 }
+
+#: The models of the latent function (the ``model`` parameter).
+MODELS = ("spectral", "full", "poisson")
 
 #: Marker of an unlabeled row in ``y`` (scikit-learn's semi-supervised convention).
 UNLABELED = -1
@@ -63,6 +68,18 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``classes_`` coded -1 and the second +1. ``mgr`` (multiclass Gaussian
         regression, one-hot targets) and ``ce`` (cross-entropy) take any
         number of classes >= 2.
+    model : {"spectral", "full", "poisson"}, default="spectral"
+        The latent function. ``spectral``: ``u = V alpha`` in the ``n_eigs``
+        smallest eigenvectors (the paper). ``full``: the MAP over all nodes,
+        no truncation: ``min_u 1/2 u'(L + tau^2 I) u + sum_j loss(u_j, y_j)``
+        with sparse solves (:mod:`skmcal.fullgraph`; ``gr``/``mgr`` with small
+        ``tau`` and ``gamma`` is Laplace learning). ``poisson``: Poisson
+        learning (Calder et al. 2020; :mod:`skmcal.poisson`; binary losses
+        take the difference of the two class scores). For ``full`` and
+        ``poisson`` the covariance that ``posterior_cov`` and the query
+        strategies use is the spectral Laplace covariance of ``loss``
+        evaluated around the model's latent values (see
+        :func:`skmcal.fitting.posterior_around`).
     nodes : None, array-like, sparse matrix or NodeSet, default=None
         The nodes of the graph. None: the rows given to ``fit`` are the nodes
         (rows with ``y = -1`` are unlabeled nodes). Otherwise ``fit(X, y)``
@@ -208,6 +225,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "loss": [StrOptions(set(LOSSES))],
+        "model": [StrOptions(set(MODELS))],
         "nodes": [None, "array-like", "sparse matrix", NodeSet],
         "kernel": [StrOptions({"gaussian", "cosine", "precomputed"})],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
@@ -229,6 +247,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         self,
         loss="mgr",
         *,
+        model="spectral",
         nodes=None,
         kernel="gaussian",
         n_neighbors=10,
@@ -246,6 +265,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         random_state=None,
     ):
         self.loss = loss
+        self.model = model
         self.nodes = nodes
         self.kernel = kernel
         self.n_neighbors = n_neighbors
@@ -371,24 +391,16 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         gamma = gamma if self.gamma == "auto" else float(self.gamma)
 
         labeled_nodes = node_index[labeled]
-        targets = loss.encode(np.searchsorted(classes, y[labeled]), classes.size)
-        coef_init = None
+        codes = np.searchsorted(classes, y[labeled])
         # Warm start only where the previous fit used the same graph content.
-        signature = (graph.params.key(nodes.digest), self.loss, tuple(classes.tolist()))
-        if self.warm_start and getattr(self, "_fit_signature", None) == signature:
-            coef_init = self.coef_
-        posterior = fit_posterior(
-            loss,
-            graph.eigenvalues + tau**2,
-            graph.eigenvectors,
-            labeled_nodes,
-            targets,
-            gamma,
-            coef_init=coef_init,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            n_threads=None if self.n_jobs is None else effective_n_jobs(self.n_jobs),
+        signature = (
+            graph.params.key(nodes.digest), self.model, self.loss, tuple(classes.tolist())
         )
+        warm = self.warm_start and getattr(self, "_fit_signature", None) == signature
+        posterior = self._fit_model(
+            loss, graph, labeled_nodes, codes, classes.size, tau, gamma,
+            self.posterior_ if warm else None,
+        )  # fmt: skip
 
         self.classes_ = classes
         self.graph_ = graph
@@ -397,12 +409,42 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         self.eigenvectors_ = graph.eigenvectors
         self.labeled_nodes_ = labeled_nodes
         self.posterior_ = posterior
-        self.coef_ = posterior.coef
+        self.coef_ = (
+            posterior.coef if posterior.base is None else graph.eigenvectors.T @ posterior.base
+        )
         self.tau_ = tau
         self.gamma_ = gamma
         self.n_iter_ = posterior.n_iter
         self._fit_signature = signature
         return self
+
+    def _fit_model(self, loss, graph, labeled_nodes, codes, n_classes, tau, gamma, previous):
+        """The posterior of ``self.model`` (warm-started from ``previous`` if given)."""
+        targets = loss.encode(codes, n_classes)
+        prior = graph.eigenvalues + tau**2
+        n_threads = None if self.n_jobs is None else effective_n_jobs(self.n_jobs)
+        if self.model == "spectral":
+            return fit_posterior(
+                loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma,
+                coef_init=None if previous is None else previous.coef,
+                max_iter=self.max_iter, tol=self.tol, n_threads=n_threads,
+            )  # fmt: skip
+        if self.model == "poisson":
+            latent = poisson_learning(graph.weights, labeled_nodes, codes, n_classes)
+            if not loss.multiclass:  # binary: the difference of the two class scores
+                latent = latent[:, 1] - latent[:, 0]
+            n_iter, converged = 0, True
+        else:
+            solution = fit_full_graph(
+                loss, graph.weights, labeled_nodes, targets, tau, gamma,
+                init=None if previous is None else previous.base,
+                tol=self.tol, max_iter=self.max_iter,
+            )  # fmt: skip
+            latent, n_iter, converged = solution.latent, solution.n_iter, solution.converged
+        return posterior_around(
+            loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma, latent,
+            n_threads=n_threads, n_iter=n_iter, converged=converged,
+        )  # fmt: skip
 
     # -------------------------------------------------------------- predict
     def _spectral_rows(self, X):
@@ -417,8 +459,27 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             rows[~found] = self.graph_.extend(X[~found])
         return rows
 
-    def _latent(self, rows):
-        return rows @ self.coef_
+    def _latent(self, X):
+        """Latent values at the rows of ``X``: a node's own, else extended from the nodes."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        index = self.node_set_.lookup(X)
+        found = index >= 0
+        posterior = self.posterior_
+        U = np.empty((X.shape[0],) + posterior.coef.shape[1:])
+        U[found] = posterior.latent(index[found])
+        if not found.all():
+            new = X[~found]
+            if posterior.base is None:
+                U[~found] = self.graph_.extend(new) @ posterior.coef
+            else:
+                affinity = self.graph_._affinity_to_nodes(new)
+                weight = np.asarray(affinity.sum(axis=1)).ravel()
+                weight[weight == 0] = np.inf  # no neighbour with positive affinity: 0
+                U[~found] = (affinity @ posterior.base) / (
+                    weight if posterior.base.ndim == 1 else weight[:, None]
+                )
+        return U
 
     def decision_function(self, X):
         """Latent values at the rows of ``X``.
@@ -434,7 +495,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             with more than two classes: one column per class; with two
             classes, ``u[:, 1] - u[:, 0]`` (scikit-learn's binary convention).
         """
-        U = self._latent(self._spectral_rows(X))
+        U = self._latent(X)
         if U.ndim == 2 and U.shape[1] == 2:
             return U[:, 1] - U[:, 0]
         return U
@@ -453,7 +514,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, n_classes)
             Rows sum to 1; columns follow ``classes_``.
         """
-        U = self._latent(self._spectral_rows(X))
+        U = self._latent(X)
         return self.posterior_.loss.proba(U, self.gamma_)
 
     def _labels_from_latent(self, U):
@@ -472,13 +533,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        return self._labels_from_latent(self._latent(self._spectral_rows(X)))
+        return self._labels_from_latent(self._latent(X))
 
     @property
     def transduction_(self):
         """Predicted label of every node of the graph, shape (n_nodes,)."""
         check_is_fitted(self)
-        return self._labels_from_latent(self._latent(self.eigenvectors_))
+        return self._labels_from_latent(self.posterior_.latent(slice(None)))
 
     def score(self, X, y):
         """Accuracy on the labeled rows of ``(X, y)``; rows with ``y = -1`` are ignored.

@@ -329,3 +329,51 @@ def fit_posterior(
         converged=converged,
         **extra,
     )
+
+
+@with_small_algebra
+def posterior_around(
+    loss, prior, eigenvectors, labeled, targets, gamma, latent, *, n_threads=None, **fit_info
+):
+    """The spectral Laplace covariance around latent values computed by another model.
+
+    A full-graph model (:mod:`skmcal.fullgraph`) gives latent values ``u`` at
+    every node but no tractable covariance. Its posterior here is the
+    spectral one evaluated at that mean: ``C = (Lambda_tau + V_L' H V_L)^-1``
+    with ``H`` the loss curvature at the labeled nodes' latent values (ce:
+    the Kronecker form on the zero-sum subspace), ``base = u`` and ``coef =
+    0`` (the spectral change that look-aheads accumulate).
+
+    Parameters
+    ----------
+    loss, prior, eigenvectors, labeled, targets, gamma
+        As :func:`fit_posterior`.
+    latent : ndarray of shape (n_nodes,) or (n_nodes, n_classes)
+        The latent values of every node.
+    n_threads : int or None
+        As :func:`fit_posterior`.
+    **fit_info
+        ``n_iter`` and ``converged`` of the model that computed ``latent``.
+
+    Returns
+    -------
+    LaplacePosterior
+    """
+    P = eigenvectors[labeled]
+    U = latent[labeled]
+    M = prior.size
+    if loss.family == "softmax":
+        problem = _CrossEntropyProblem(loss, prior, P, targets, gamma)
+        H = ce_hessian(prior, P, loss.proba(U, gamma), gamma)
+        cov = problem.covariance(problem.factor(H))
+        return SoftmaxPosterior(
+            loss, gamma, eigenvectors, np.zeros((M, U.shape[1])), cov,
+            base=latent, n_threads=n_threads, **fit_info,
+        )  # fmt: skip
+    _, curvature = loss.derivatives(U, targets, gamma)
+    H = (P.T * curvature) @ P
+    H[np.diag_indices_from(H)] += prior
+    coef = np.zeros((M,) + U.shape[1:])
+    return RankOnePosterior(
+        loss, gamma, eigenvectors, coef, cho_inverse(cholesky(H)), base=latent, **fit_info
+    )

@@ -392,7 +392,7 @@ def fit_full_graph(
     >>> fit = fit_full_graph(LOSSES["gr"], W, np.array([0, 5]), np.array([-1.0, 1.0]),
     ...                      tau=1e-3, gamma=1e-3)
     >>> np.round(fit.latent, 2)
-    array([-1.  , -0.63, -0.22,  0.22,  0.63,  1.  ])
+    array([-1.  , -0.85, -0.28,  0.28,  0.85,  1.  ])
     """
     solver = solver_for(weights) if solver is None else solver
     labeled, targets, init = _check_inputs(loss, solver, labeled, targets, tau, gamma, init)

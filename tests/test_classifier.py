@@ -40,6 +40,7 @@ NEWTON_LOSSES = ("logistic", "probit", "ce")
 #: Every constructor parameter, each exercised by at least one test below
 #: (see test_every_constructor_parameter_is_tested).
 TESTED_PARAMETERS = {
+    "model",  # tests/test_models.py (every test there), test_model_must_be_known
     "loss",  # test_out_of_sample_points_are_predicted_accurately, test_binary_loss_*
     "nodes",  # test_grid_search_*, test_rows_not_among_nodes_raise, cache tests
     "kernel",  # test_cosine_kernel_*, test_precomputed_kernel_*
@@ -787,3 +788,10 @@ def test_every_constructor_parameter_is_tested():
     assert not untested, f"constructor parameters without a test: {sorted(untested)}"
     stale = TESTED_PARAMETERS - parameters
     assert not stale, f"TESTED_PARAMETERS names parameters that no longer exist: {sorted(stale)}"
+
+
+def test_model_must_be_known():
+    X, y = make_blobs(40, centers=2, random_state=0)
+    y = np.where(np.arange(40) < 6, y, -1)
+    with pytest.raises(ValueError, match="'model' parameter"):
+        SpectralGraphClassifier(model="laplace").fit(X, y)

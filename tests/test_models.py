@@ -1,0 +1,180 @@
+"""The full-graph and Poisson models of SpectralGraphClassifier against dense brute force.
+
+On a tiny graph the full-graph MAP is recomputed by a dense Newton iteration
+on ``1/2 u'(L + tau^2 I)u + sum_j loss(u_j, y_j)`` (the losses' own value and
+derivatives, which tests/test_numerics.py checks against finite differences),
+and the covariance by inverting the dense spectral Hessian at that latent.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import softmax
+
+from skmcal import SpectralGraphClassifier, acquisition, model_change
+from skmcal.losses import LOSSES
+from skmcal.poisson import poisson_learning
+
+BINARY = ("gr", "logistic", "probit")
+ALL_LOSSES = BINARY + ("mgr", "ce")
+TAU, GAMMA = 0.2, 0.4
+
+
+def _blobs(n_classes, seed=0):
+    rng = np.random.RandomState(seed)
+    centers = np.array([[0.0, 0.0], [4.0, 0.0], [2.0, 3.5]])[:n_classes]
+    X = np.vstack([rng.randn(20, 2) + c for c in centers])
+    y_true = np.repeat(np.arange(n_classes), 20)
+    y = np.full(X.shape[0], -1)
+    for c in range(n_classes):
+        rows = c * 20 + rng.choice(20, 3, replace=False)
+        y[rows] = c
+    return X, y, y_true
+
+
+def _fit(loss, model="full", **params):
+    X, y, y_true = _blobs(2 if loss in BINARY else 3)
+    params = {"tau": TAU, "gamma": GAMMA, "n_eigs": 10, "cache": False, **params}
+    clf = SpectralGraphClassifier(loss, model=model, **params).fit(X, y)
+    return clf, X, y, y_true
+
+
+def _laplacian(clf):
+    W = clf.graph_.weights.toarray()
+    d = W.sum(axis=1)
+    return np.eye(W.shape[0]) - W / np.sqrt(np.outer(d, d))
+
+
+def _dense_map(clf, y):
+    """Dense Newton on the full-graph objective (class-major for multiclass losses)."""
+    loss = LOSSES[clf.loss]
+    A = _laplacian(clf) + clf.tau_**2 * np.eye(clf.graph_.n_nodes)
+    labeled = np.flatnonzero(y != -1)
+    codes = np.searchsorted(clf.classes_, y[labeled])
+    T = loss.encode(codes, clf.classes_.size)
+    n, g = A.shape[0], clf.gamma_
+    n_c = 1 if not loss.multiclass else clf.classes_.size
+    u = np.zeros(n * n_c)
+    for _ in range(100):
+        U = u.reshape(n_c, n).T if n_c > 1 else u
+        grad_rows, curvature = loss.derivatives(U[labeled], T, g)
+        grad = (np.kron(np.eye(n_c), A) @ u).reshape(n_c, n).T if n_c > 1 else A @ u
+        H = np.kron(np.eye(n_c), A)
+        grad = np.array(grad, dtype=float)
+        grad[labeled] += grad_rows
+        for r, j in enumerate(labeled):
+            if loss.name == "ce":
+                pi = curvature[r]
+                block = (np.diag(pi) - np.outer(pi, pi)) / g**2
+            else:
+                block = curvature[r] * np.eye(n_c)
+            idx = j + n * np.arange(n_c)
+            H[np.ix_(idx, idx)] += block
+        flat = grad.T.ravel() if n_c > 1 else grad
+        step = np.linalg.solve(H, flat)
+        u = u - step
+        if np.max(np.abs(step)) < 1e-13:
+            break
+    return u.reshape(n_c, n).T if n_c > 1 else u
+
+
+@pytest.mark.parametrize("loss", ALL_LOSSES)
+def test_full_graph_map_matches_dense_newton(loss):
+    clf, X, y, _ = _fit(loss)
+    expected = _dense_map(clf, y)
+    got = clf.posterior_.latent(np.arange(X.shape[0]))
+    np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-8 * np.abs(expected).max())
+    np.testing.assert_allclose(clf.decision_function(X[:5]).shape[0], 5)
+
+
+@pytest.mark.parametrize("loss", ALL_LOSSES)
+def test_full_graph_covariance_is_the_spectral_hessian_at_its_latent(loss):
+    clf, X, y, _ = _fit(loss)
+    V, lam, g = clf.eigenvectors_, clf.eigenvalues_, clf.gamma_
+    labeled = np.flatnonzero(y != -1)
+    U = clf.posterior_.latent(labeled)
+    M = lam.size
+    if loss == "ce":
+        n_c = clf.classes_.size
+        H = np.kron(np.eye(n_c), np.diag(lam + clf.tau_**2))
+        for j, u in zip(labeled, U, strict=True):
+            pi = softmax(u / g)
+            H += np.kron(np.diag(pi) - np.outer(pi, pi), np.outer(V[j], V[j])) / g**2
+    else:
+        codes = np.searchsorted(clf.classes_, y[labeled])
+        T = LOSSES[loss].encode(codes, clf.classes_.size)
+        _, curvature = LOSSES[loss].derivatives(U, T, g)
+        H = np.diag(lam + clf.tau_**2) + (V[labeled].T * curvature) @ V[labeled]
+    np.testing.assert_allclose(clf.posterior_cov(), np.linalg.inv(H), rtol=1e-8,
+                               atol=1e-10 * np.abs(np.linalg.inv(H)).max())
+    assert clf.posterior_cov().shape == (M * (clf.classes_.size if loss == "ce" else 1),) * 2
+
+
+def test_full_graph_gaussian_approaches_the_harmonic_extension():
+    clf, X, y, _ = _fit("gr", tau=1e-3, gamma=1e-3)
+    L = _laplacian(clf)
+    labeled = np.flatnonzero(y != -1)
+    unlabeled = np.flatnonzero(y == -1)
+    f = np.where(y[labeled] == clf.classes_[1], 1.0, -1.0)
+    harmonic = -np.linalg.solve(L[np.ix_(unlabeled, unlabeled)], L[np.ix_(unlabeled, labeled)] @ f)
+    got = clf.posterior_.latent(unlabeled)
+    np.testing.assert_allclose(got, harmonic, atol=1e-3)
+    assert np.abs(got - harmonic).max() < 0.01 * np.abs(harmonic).max()
+
+
+@pytest.mark.parametrize("loss", ["mgr", "ce", "gr"])
+def test_warm_started_full_graph_fit_equals_cold(loss):
+    clf, X, y, _ = _fit(loss)
+    more = y.copy()
+    more[np.flatnonzero(y == -1)[:4]] = _blobs(3 if loss != "gr" else 2)[2][
+        np.flatnonzero(y == -1)[:4]
+    ]
+    warm = clf.fit(X, more).posterior_.latent(slice(None))
+    cold = _fit(loss)[0].fit(X, more).posterior_.latent(slice(None))
+    fresh = SpectralGraphClassifier(
+        loss, model="full", tau=TAU, gamma=GAMMA, n_eigs=10, cache=False, warm_start=False
+    ).fit(X, more)
+    np.testing.assert_allclose(warm, fresh.posterior_.latent(slice(None)), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(cold, warm, rtol=1e-7, atol=1e-9)
+
+
+def test_poisson_model_predicts_the_argmax_of_poisson_learning():
+    clf, X, y, y_true = _fit("mgr", model="poisson")
+    labeled = np.flatnonzero(y != -1)
+    scores = poisson_learning(clf.graph_.weights, labeled, y[labeled], 3)
+    np.testing.assert_array_equal(clf.transduction_, np.argmax(scores, axis=1))
+    assert np.mean(clf.transduction_ == y_true) > 0.9
+
+
+@pytest.mark.parametrize("model", ["full", "poisson"])
+def test_strategies_work_unchanged_on_full_graph_models(model):
+    clf, X, y, _ = _fit("mgr", model=model)
+    for batch in ("topk", "greedy"):
+        rows, scores = model_change(clf, X, 3, batch=batch, random_state=0)
+        assert np.all(y[rows] == -1) and len(set(rows)) == 3 and np.all(np.isfinite(scores))
+
+
+def test_full_graph_model_change_uses_the_full_graph_latent():
+    """mgr: ||C v_k|| ||u_k - yhat|| / (gamma^2 + s_k) with u_k the full-graph latent."""
+    clf, X, y, _ = _fit("mgr")
+    C, V, g = clf.posterior_cov(), clf.eigenvectors_, clf.gamma_
+    nodes = np.flatnonzero(y == -1)
+    U = clf.posterior_.latent(nodes)
+    expected = []
+    for k, u in zip(nodes, U, strict=True):
+        yhat = np.eye(3)[np.argmax(u)]
+        Cv = C @ V[k]
+        expected.append(np.linalg.norm(Cv) * np.linalg.norm(u - yhat) / (g**2 + V[k] @ Cv))
+    np.testing.assert_allclose(acquisition.model_change(clf.posterior_, nodes), expected,
+                               rtol=1e-10)
+
+
+def test_full_graph_out_of_sample_is_the_weighted_neighbour_average():
+    clf, X, y, _ = _fit("mgr")
+    new = X[:4] + 0.05
+    affinity = clf.graph_._affinity_to_nodes(new).toarray()
+    base = clf.posterior_.latent(np.arange(X.shape[0]))
+    expected = affinity @ base / affinity.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(clf.predict_proba(new), LOSSES["mgr"].proba(expected, clf.gamma_),
+                               rtol=1e-10)
