@@ -211,7 +211,7 @@ def _labeled_codes(clf: SpectralGraphClassifier, learner, labels, who: str) -> n
                 "(its y_training holds them)."
             )
         labels = np.asarray(labels).reshape(-1)
-        labels = labels[~_unlabeled_mask(labels)]
+        labels = labels[~_unlabeled_mask(labels, clf.missing_label)]
     else:
         labels = np.asarray(labels)
         if labels.ndim != 1:
