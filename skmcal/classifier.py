@@ -554,10 +554,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         y = np.asarray(y)
         keep = ~_unlabeled_mask(y, self.missing_label)
         if not keep.any():
-            raise ValueError(
-                f"score needs at least one labeled row (y != missing_label="
-                f"{self.missing_label!r})."
-            )
+            raise ValueError(f"score needs at least one labeled row (y != {self.missing_label!r}).")
         if not keep.all():
             X, y = _safe_indexing(X, np.flatnonzero(keep)), y[keep]
         return accuracy_score(y, self.predict(X))
