@@ -1,4 +1,6 @@
-"""Command line of skmcal: ``python -m skmcal run ...`` and ``python -m skmcal demo``.
+"""Command line of skmcal: ``skmcal run ...``, ``skmcal demo``, ``skmcal --version``.
+
+The ``skmcal`` command and ``python -m skmcal`` are the same program.
 
 ``run`` compares query strategies on a data set with
 :func:`skmcal.experiment.run_experiment`, writes the results, the choices and
@@ -26,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import __version__
 from .experiment import DATASETS, NEIGHBORS, STRATEGIES, ExperimentResult, run_experiment
 from .losses import LOSSES
 
@@ -127,9 +130,10 @@ def _add_loop_options(parser, *, iterations, trials):
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m skmcal",
+        prog="skmcal",
         description="Model-change active learning on graphs (Miller & Bertozzi).",
     )
+    parser.add_argument("--version", action="version", version=f"skmcal {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     strategies = ", ".join(STRATEGIES)
