@@ -298,8 +298,8 @@ def test_query_strategy_random_sampling_and_callables(adapter, blobs):
 
 
 def test_query_strategy_errors(adapter, blobs):
-    from sklearn.linear_model import LogisticRegression
     from skactiveml.classifier import SklearnClassifier
+    from sklearn.linear_model import LogisticRegression
 
     X, y_true = blobs
     y = start(y_true)
