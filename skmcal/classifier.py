@@ -208,7 +208,14 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     ``gr``: ``sigmoid(2 u / gamma^2)``; ``logistic``: ``sigmoid(u / gamma)``;
     ``probit``: ``Phi(u / gamma)``; ``mgr``: ``softmax(u / gamma^2)`` (the
     Gaussian likelihood of each one-hot label); ``ce``: ``softmax(u / gamma)``.
-    Small ``gamma`` gives sharp probabilities.
+    Small ``gamma`` gives sharp probabilities. They are the model's
+    likelihoods, not calibrated confidences: ``mgr`` regresses the latent
+    values towards one-hot rows with ``gamma = 0.1`` (the paper's setting),
+    so ``softmax(u / gamma^2)`` multiplies latent gaps by 100 and a gap of
+    0.05 already gives odds of ``e^5 ~ 150``: its probabilities are nearly
+    one-hot. Use ``ce`` (``softmax(u / 0.5)``) for graded probabilities, or
+    wrap the classifier in :class:`sklearn.calibration.CalibratedClassifierCV`
+    (with ``nodes=`` a fixed pool) to calibrate them on the labeled rows.
 
     References
     ----------
