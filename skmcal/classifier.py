@@ -182,7 +182,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         and ``mgr``).
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Defined only when ``X`` has feature names that are all strings.
 
     See Also

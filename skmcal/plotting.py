@@ -368,15 +368,18 @@ def plot_choices(
             markersize=11, label="queried (colour: order)",
         ),
     ]  # fmt: skip
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 6),
-               fontsize="small", frameon=False)  # fmt: skip
+    width = fig.get_figwidth()  # about 1.7 inch per legend entry
+    fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize="small",
+               ncols=max(1, min(len(handles), int(width // 1.7))))  # fmt: skip
     if picks is not None:
         bar = fig.colorbar(picks, ax=axes.ravel().tolist(), shrink=0.8, pad=0.02)
-        bar.set_label("iteration of the query")
-    where = "" if embedding is None and X.shape[1] == 2 else " (spectral coordinates)"
-    if embedding is not None and isinstance(embedding, np.ndarray | list | tuple):
-        where = ""
-    fig.suptitle(f"{title + ': ' if title else ''}points chosen, trial {trial}{where}")
+        by_iteration = isinstance(choices, pd.DataFrame)
+        bar.set_label("iteration of the query" if by_iteration else "order of the pick")
+    given = isinstance(embedding, np.ndarray | list | tuple)
+    spectral = not given and (embedding is not None or X.shape[1] != 2)
+    text = "points chosen" + (f", trial {trial}" if isinstance(choices, pd.DataFrame) else "")
+    text += " (spectral coordinates)" if spectral else ""
+    fig.suptitle(f"{title}: {text}" if title else text)
     return _finish(fig, path, dpi)
 
 

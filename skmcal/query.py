@@ -1,6 +1,6 @@
 """Query strategies with modAL's contract.
 
-Each strategy is a plain function
+Each strategy is a plain function::
 
     strategy(learner, X_pool, n_instances=1, **options) -> (indices, scores)
 
