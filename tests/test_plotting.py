@@ -102,6 +102,7 @@ def test_choices_mapping_order_and_given_embedding(moons):
     stars = fig.axes[0].collections[1]
     assert_allclose(stars.get_offsets(), embedding[[9, 4, 6]])
     assert_array_equal(stars.get_array(), [1, 2, 3])
+    assert fig.get_suptitle() == "points chosen"
     with pytest.raises(ValueError, match=r"embedding has shape \(150, 3\)"):
         plot_choices(X, y_true, {"picks": [9]}, embedding=np.zeros((150, 3)))
 
