@@ -48,12 +48,12 @@ figure shows.
 paper's Binary-Clusters test). With the labeled nodes ``L``, labels ``y`` in
 {-1, +1}, the kernel matrix ``K`` and the minimum-norm interpolant
 ``f = K_.L K_LL^-1 y``, the interpolant ``f^{k,t}`` of ``L + {(k, t)}``
-differs from ``f`` by
+differs from ``f`` by::
 
     f^{k,t} - f = (t - f_k) g_k / s_k,   g_k = K_.k - K_.L K_LL^-1 K_Lk,   s_k = g_k(k),
 
 which vanishes on ``L``. The score is the smallest, over the two labels, of
-the norm of that change (the label nearest ``f_k`` attains it):
+the norm of that change (the label nearest ``f_k`` attains it)::
 
     norm="data" (DB-RKHS):  A(k) = min_t ||f^{k,t} - f||_2 = |1 - |f_k|| ||g_k||_2 / s_k,
     norm="rkhs":            A(k) = min_t ||f^{k,t}||_H = sqrt(y' K_LL^-1 y + (1 - |f_k|)^2 / s_k),
@@ -211,7 +211,7 @@ def _labeled_codes(clf: SpectralGraphClassifier, learner, labels, who: str) -> n
                 "(its y_training holds them)."
             )
         labels = np.asarray(labels).reshape(-1)
-        labels = labels[~_unlabeled_mask(labels)]
+        labels = labels[~_unlabeled_mask(labels, clf.missing_label)]
     else:
         labels = np.asarray(labels)
         if labels.ndim != 1:

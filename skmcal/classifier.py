@@ -12,7 +12,12 @@ from sklearn.metrics import accuracy_score
 from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    check_consistent_length,
+    check_is_fitted,
+    column_or_1d,
+    validate_data,
+)
 
 from .fitting import fit_posterior, posterior_around
 from .fullgraph import fit_full_graph
@@ -34,15 +39,34 @@ AUTO_HYPERPARAMETERS = {
 #: The models of the latent function (the ``model`` parameter).
 MODELS = ("spectral", "full", "poisson")
 
-#: Marker of an unlabeled row in ``y`` (scikit-learn's semi-supervised convention).
+#: Default marker of an unlabeled row in ``y`` (scikit-learn's semi-supervised
+#: convention); see the ``missing_label`` parameter.
 UNLABELED = -1
 
 
-def _unlabeled_mask(y):
-    if y.dtype.kind in "iuf":
-        return y == UNLABELED
+def _is_nan(value) -> bool:
+    return isinstance(value, Real) and value != value
+
+
+def _unlabeled_mask(y, missing_label=UNLABELED):
+    """Rows of ``y`` equal to ``missing_label`` (a number, a string, NaN or None)."""
+    y = np.asarray(y)
     if y.dtype.kind == "O":
-        return np.array([isinstance(v, Real) and v == UNLABELED for v in y], dtype=bool)
+        if missing_label is None:
+            return np.array([v is None for v in y], dtype=bool)
+        if _is_nan(missing_label):
+            return np.array([_is_nan(v) for v in y], dtype=bool)
+        kind = str if isinstance(missing_label, str) else Real
+        return np.array(
+            [isinstance(v, kind) and not isinstance(v, bool) and v == missing_label for v in y],
+            dtype=bool,
+        )
+    if missing_label is None:
+        return np.zeros(y.shape[0], dtype=bool)
+    if _is_nan(missing_label):
+        return np.isnan(y) if y.dtype.kind == "f" else np.zeros(y.shape[0], dtype=bool)
+    if isinstance(missing_label, str) == (y.dtype.kind in "US"):
+        return y == missing_label
     return np.zeros(y.shape[0], dtype=bool)
 
 
@@ -82,7 +106,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         :func:`skmcal.fitting.posterior_around`).
     nodes : None, array-like, sparse matrix or NodeSet, default=None
         The nodes of the graph. None: the rows given to ``fit`` are the nodes
-        (rows with ``y = -1`` are unlabeled nodes). Otherwise ``fit(X, y)``
+        (rows with ``y = missing_label`` are unlabeled nodes). Otherwise ``fit(X, y)``
         labels the nodes equal to the rows of ``X`` (every row of ``X`` must
         be a node) and every other node is unlabeled; pass a
         :class:`~skmcal.NodeSet` to avoid hashing the data at each fit. The
@@ -145,6 +169,12 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         Seeds the starting vector of the sparse eigensolver (large graphs
         only). None uses ARPACK's own (fixed) start. A RandomState instance
         disables the graph cache.
+    missing_label : int, float, str or None, default=-1
+        The value of ``y`` that marks an unlabeled row: -1 as in
+        :mod:`sklearn.semi_supervised`; ``np.nan`` (scikit-activeml's
+        convention) and None are accepted too, and so is a string. It cannot
+        also be a class label: with classes -1 and +1, pass
+        ``missing_label=np.nan`` (or None) and mark the unlabeled rows with it.
 
     Attributes
     ----------
@@ -175,7 +205,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         and ``mgr``).
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Defined only when ``X`` has feature names that are all strings.
 
     See Also
@@ -201,7 +231,14 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     ``gr``: ``sigmoid(2 u / gamma^2)``; ``logistic``: ``sigmoid(u / gamma)``;
     ``probit``: ``Phi(u / gamma)``; ``mgr``: ``softmax(u / gamma^2)`` (the
     Gaussian likelihood of each one-hot label); ``ce``: ``softmax(u / gamma)``.
-    Small ``gamma`` gives sharp probabilities.
+    Small ``gamma`` gives sharp probabilities. They are the model's
+    likelihoods, not calibrated confidences: ``mgr`` regresses the latent
+    values towards one-hot rows with ``gamma = 0.1`` (the paper's setting),
+    so ``softmax(u / gamma^2)`` multiplies latent gaps by 100 and a gap of
+    0.05 already gives odds of ``e^5 ~ 150``: its probabilities are nearly
+    one-hot. Use ``ce`` (``softmax(u / 0.5)``) for graded probabilities, or
+    wrap the classifier in :class:`sklearn.calibration.CalibratedClassifierCV`
+    (with ``nodes=`` a fixed pool) to calibrate them on the labeled rows.
 
     References
     ----------
@@ -241,6 +278,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         "cache": ["boolean"],
         "n_jobs": [None, Integral],
         "random_state": ["random_state"],
+        "missing_label": [None, Real, str],
     }
 
     def __init__(
@@ -263,6 +301,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         cache=True,
         n_jobs=None,
         random_state=None,
+        missing_label=UNLABELED,
     ):
         self.loss = loss
         self.model = model
@@ -281,6 +320,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         self.cache = cache
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.missing_label = missing_label
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -350,28 +390,54 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             The nodes (``nodes=None``) or rows of the node set to label.
         y : array-like of shape (n_samples,)
-            Labels; ``-1`` marks an unlabeled row. At least two classes must
-            be labeled; binary losses take exactly two.
+            Labels; ``missing_label`` (default -1) marks an unlabeled row. At
+            least two classes must be labeled; binary losses take exactly two.
 
         Returns
         -------
         self : SpectralGraphClassifier
             The fitted estimator.
         """
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        labeled = ~_unlabeled_mask(y)
-        check_classification_targets(y[labeled])
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
+        # y may hold NaN or None as its unlabeled marker: checked here, not by validate_data.
+        y = column_or_1d(y, warn=True)
+        check_consistent_length(X, y)
+        labeled = ~_unlabeled_mask(y, self.missing_label)
+        for value, name in ((np.nan, "np.nan"), (None, "None")):
+            if _unlabeled_mask(y[labeled], value).any():
+                raise ValueError(
+                    f"y contains {name} among its labels, but missing_label="
+                    f"{self.missing_label!r} marks the unlabeled rows; pass "
+                    f"missing_label={name} if {name} marks them."
+                )
+        labels = y[labeled]
+        if labels.dtype.kind == "O" and not any(isinstance(v, str) for v in labels):
+            labels = np.asarray(labels.tolist())  # numbers left beside None markers
+        if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+            raise ValueError("Input y contains infinity among its labels.")
+        check_classification_targets(labels)
+        marker = f"the unlabeled marker missing_label={self.missing_label!r}"
         if not labeled.any():
             raise ValueError(
-                "No labeled row: every entry of y is -1, the unlabeled marker. "
+                f"No labeled row: every entry of y is {self.missing_label!r}, the unlabeled "
+                "marker (missing_label). "
                 "Label at least one row of each of two classes."
             )
-        classes = np.unique(y[labeled])
+        classes = np.unique(labels)
         loss = LOSSES[self.loss]
         if classes.size < 2:
+            n_marked = int(labeled.size - labeled.sum())
+            hint = (
+                f" {n_marked} row(s) equal to {marker} are unlabeled; if "
+                f"{self.missing_label!r} is a class label (classes -1 and +1), mark the "
+                f"unlabeled rows with another value and pass it as missing_label (for "
+                f"instance missing_label=np.nan or None)."
+                if n_marked
+                else ""
+            )
             raise ValueError(
-                f"The labeled rows hold one class only ({classes[0]!r}); "
-                f"a classifier needs labels of at least two classes."
+                f"The labeled rows hold one class only ({classes.tolist()[0]!r}); "
+                f"a classifier needs labels of at least two classes.{hint}"
             )
         if not loss.multiclass and classes.size > 2:
             raise ValueError(
@@ -391,7 +457,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         gamma = gamma if self.gamma == "auto" else float(self.gamma)
 
         labeled_nodes = node_index[labeled]
-        codes = np.searchsorted(classes, y[labeled])
+        codes = np.searchsorted(classes, labels)
         # Warm start only where the previous fit used the same graph content.
         signature = (
             graph.params.key(nodes.digest), self.model, self.loss, tuple(classes.tolist())
@@ -542,7 +608,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         return self._labels_from_latent(self.posterior_.latent(slice(None)))
 
     def score(self, X, y):
-        """Accuracy on the labeled rows of ``(X, y)``; rows with ``y = -1`` are ignored.
+        """Accuracy on the labeled rows of ``(X, y)``; rows equal to ``missing_label`` are ignored.
 
         Parameters
         ----------
@@ -554,9 +620,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         float
         """
         y = np.asarray(y)
-        keep = ~_unlabeled_mask(y)
+        keep = ~_unlabeled_mask(y, self.missing_label)
         if not keep.any():
-            raise ValueError("score needs at least one labeled row (y != -1).")
+            raise ValueError(f"score needs at least one labeled row (y != {self.missing_label!r}).")
         if not keep.all():
             X, y = _safe_indexing(X, np.flatnonzero(keep)), y[keep]
         return accuracy_score(y, self.predict(X))

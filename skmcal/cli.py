@@ -1,10 +1,15 @@
-"""Command line of skmcal: ``python -m skmcal run ...`` and ``python -m skmcal demo``.
+"""Command line of skmcal: ``skmcal run ...``, ``skmcal demo``, ``skmcal --version``.
+
+The ``skmcal`` command and ``python -m skmcal`` are the same program.
 
 ``run`` compares query strategies on a data set with
 :func:`skmcal.experiment.run_experiment`, writes the results, the choices and
 the configuration to ``--out`` (resuming a run already there), draws the
-accuracy curves (and, for 2-D data, the points chosen in the first trial),
-and prints a table of the final accuracy and the time per iteration::
+accuracy curves and the points chosen in the first trial (in spectral
+coordinates for data of more than two dimensions, up to
+:data:`CHOICES_PLOT_MAX_NODES` nodes), both titled with the data set's name
+or file, and prints a table of the final accuracy and the time per
+iteration::
 
     python -m skmcal run --dataset binary-clusters \\
         --strategies mc:gr mc:logistic unc:logistic rand \\
@@ -26,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import __version__
 from .experiment import DATASETS, NEIGHBORS, STRATEGIES, ExperimentResult, run_experiment
 from .losses import LOSSES
 
@@ -127,9 +133,10 @@ def _add_loop_options(parser, *, iterations, trials):
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m skmcal",
+        prog="skmcal",
         description="Model-change active learning on graphs (Miller & Bertozzi).",
     )
+    parser.add_argument("--version", action="version", version=f"skmcal {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     strategies = ", ".join(STRATEGIES)
@@ -217,12 +224,16 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _plots(result: ExperimentResult, out: Path) -> list[Path]:
+#: Above this many nodes, data of more than two dimensions get no choices plot
+#: (its spectral coordinates need a kNN graph of their own).
+CHOICES_PLOT_MAX_NODES = 20000
+
+
+def _plots(result: ExperimentResult, out: Path, name: str) -> list[Path]:
     from .plotting import plot_accuracy, plot_choices
 
-    name = result.config["dataset"]
     paths = [plot_accuracy(result.results, out / "accuracy.png", title=f"{name}: accuracy")]
-    if result.X.shape[1] == 2:
+    if result.X.shape[1] == 2 or result.X.shape[0] <= CHOICES_PLOT_MAX_NODES:
         paths.append(
             plot_choices(
                 result.X,
@@ -230,13 +241,13 @@ def _plots(result: ExperimentResult, out: Path) -> list[Path]:
                 result.choices,
                 out / "choices.png",
                 trial=int(result.choices["trial"].min()),
-                title=f"{name}: points chosen in the first trial",
+                title=name,
             )
         )
     return paths
 
 
-def _report(result: ExperimentResult, out: Path, plots: bool) -> None:
+def _report(result: ExperimentResult, out: Path, plots: bool, name: str) -> None:
     config = result.config
     print(
         f"{config['dataset']}: {config['n_nodes']} points, {config['n_classes']} classes; "
@@ -248,7 +259,7 @@ def _report(result: ExperimentResult, out: Path, plots: bool) -> None:
     print(format_summary(result.summary()))
     print(f"results: {result.results_path}")
     if plots:
-        for path in _plots(result, out):
+        for path in _plots(result, out, name):
             print(f"plot: {path}")
 
 
@@ -273,12 +284,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = args.out or Path(tempfile.mkdtemp(prefix="skmcal-demo-"))
         options = {"strategies": DEMO_STRATEGIES}
         dataset, plots = "binary-clusters", True
+        name = dataset
     else:
         if isinstance(args.dataset, Path):
-            dataset, name = _load_npz(args.dataset), args.dataset.stem
+            dataset, name = _load_npz(args.dataset), args.dataset.name
+            out = args.out or Path("results") / args.dataset.stem
         else:
             dataset = name = args.dataset
-        out = args.out or Path("results") / name
+            out = args.out or Path("results") / name
         plots = not args.no_plots
         options = {
             "strategies": args.strategies,
@@ -308,5 +321,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, FileNotFoundError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    _report(result, out, plots=plots)
+    _report(result, out, plots=plots, name=name)
     return 0

@@ -85,6 +85,9 @@ class NodeSet:
         The read-only node data.
     digest : str
         A hash of the content; the key of the graph cache.
+    source, transformer : NodeSet or None, transformer or None
+        For a node set made by :meth:`transformed`: the node set it was made
+        from, and the transformer; None otherwise.
 
     Examples
     --------
@@ -104,6 +107,7 @@ class NodeSet:
             self.data.flags.writeable = False
         self.digest = self._hash(self.data)
         self._index = None
+        self.source = self.transformer = None
 
     @staticmethod
     def _hash(X):
@@ -134,6 +138,33 @@ class NodeSet:
     def __repr__(self) -> str:
         kind = "sparse" if sp.issparse(self.data) else "dense"
         return f"NodeSet(n_nodes={self.n_nodes}, n_features={self.n_features}, {kind})"
+
+    def transformed(self, transformer) -> NodeSet:
+        """The node set of the transformed nodes, for a pipeline over a fixed pool.
+
+        Parameters
+        ----------
+        transformer : fitted transformer
+            Any object with ``transform``, such as ``make_pipeline(StandardScaler(),
+            PCA(30))`` fitted on ``self.data`` (the whole pool, as the graph
+            is: no label is used).
+
+        Returns
+        -------
+        NodeSet
+            The nodes ``transformer.transform(self.data)``. It remembers this
+            node set as ``source`` and the transformer as ``transformer``, so
+            that :class:`skmcal.pipeline.PoolTransformer` maps rows of the pool
+            to these nodes exactly (transforming one row alone may differ from
+            transforming the pool in the last bits).
+
+        See Also
+        --------
+        skmcal.pipeline.make_pool_pipeline : A pipeline built from it.
+        """
+        nodes = NodeSet(transformer.transform(self.data))
+        nodes.source, nodes.transformer = self, transformer
+        return nodes
 
     def __copy__(self):
         return self
@@ -299,6 +330,16 @@ class SpectralGraph:
     def n_nodes(self) -> int:
         """Number of nodes."""
         return self.eigenvectors.shape[0]
+
+    def __repr__(self) -> str:
+        p, lam = self.params, self.eigenvalues
+        n_edges = (self.weights.nnz + np.count_nonzero(self.weights.diagonal())) // 2
+        spectrum = f"[{lam[0]:.3g}, ..., {lam[-1]:.3g}]" if lam.size else "[]"
+        return (
+            f"SpectralGraph(n_nodes={self.n_nodes}, n_edges={n_edges}, kernel={p.kernel!r}, "
+            f"n_neighbors={p.n_neighbors}, n_eigs={lam.size}, eigenvalues={spectrum}, "
+            f"n_components={self.n_components}, residual={self.residual:.1e})"
+        )
 
     def extend(self, X):
         """Eigenvector values at new points (Nystrom extension).

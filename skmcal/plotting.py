@@ -1,19 +1,26 @@
-"""Figures of active-learning experiments, written as PNG files.
+"""Figures of active-learning experiments and of a fitted classifier.
 
 - :func:`plot_accuracy`: accuracy (mean +- std over trials) against the number
   of labels, one curve per strategy.
-- :func:`plot_choices`: for 2-D data, the points each strategy labeled, over
-  the ground truth (one panel per strategy, like the paper's figure of the
-  Binary-Clusters choices).
+- :func:`plot_choices`: the points each strategy labeled, in the order they
+  were picked, over the ground truth (one panel per strategy, like the
+  paper's figure of the Binary-Clusters choices). Data of more than two
+  dimensions are drawn in a 2-D embedding of the nodes: the graph's own
+  spectral coordinates.
+- :func:`plot_uncertainty`: the posterior uncertainty of a fitted
+  :class:`~skmcal.SpectralGraphClassifier` over its nodes (variance or
+  margin), with the labeled nodes.
 - :func:`plot_timing`: time per iteration against the number of nodes
   ``N``, one line per strategy (log-log), and optionally dash-dot lines of
   other strategies in their own models (the paper's baselines) and grey
   reference lines of another implementation.
 
-Each function takes DataFrames or arrays and the path of the PNG file, and
-returns that path. Figures are drawn on matplotlib's Agg canvas directly, so
-``pyplot`` and its global backend are left alone. matplotlib is imported only
-when a figure is drawn.
+Each function takes DataFrames or arrays and the path of a PNG file, writes
+it and returns that path; without a path, :func:`plot_accuracy`,
+:func:`plot_choices` and :func:`plot_uncertainty` return the
+:class:`matplotlib.figure.Figure` instead (a notebook displays it). Figures are
+drawn on matplotlib's Agg canvas directly, so ``pyplot`` and its global
+backend are left alone. matplotlib is imported only when a figure is drawn.
 """
 
 from __future__ import annotations
@@ -27,7 +34,13 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-__all__ = ["plot_accuracy", "plot_choices", "plot_timing"]
+__all__ = [
+    "plot_accuracy",
+    "plot_choices",
+    "plot_timing",
+    "plot_uncertainty",
+    "spectral_coordinates",
+]
 
 PathLike = str | os.PathLike[str]
 
@@ -66,6 +79,15 @@ def _save(fig, path: PathLike, dpi: int) -> Path:
     return path
 
 
+def _finish(fig, path: PathLike | None, dpi: int):
+    """Save to ``path`` and return it, or return the figure when ``path`` is None."""
+    return fig if path is None else _save(fig, path, dpi)
+
+
+def _trials(n: int) -> str:
+    return f"{n} trial" if n == 1 else f"{n} trials"
+
+
 def _check_columns(frame: pd.DataFrame, columns, what: str) -> None:
     missing = [c for c in columns if c not in frame.columns]
     if missing:
@@ -77,31 +99,33 @@ def _check_columns(frame: pd.DataFrame, columns, what: str) -> None:
 
 def plot_accuracy(
     results: pd.DataFrame,
-    path: PathLike,
+    path: PathLike | None = None,
     *,
     title: str | None = None,
     dpi: int = 120,
-) -> Path:
+):
     """Accuracy against the number of labels: mean +- std over trials per strategy.
 
-    The std is the population std over trials (0 for a single trial).
+    The std is the population std over trials (0 for a single trial). The
+    title says over how many trials.
 
     Parameters
     ----------
     results : pandas.DataFrame
         Columns ``trial``, ``n_labeled``, ``strategy`` and ``accuracy``, as
         in :attr:`skmcal.experiment.ExperimentResult.results`.
-    path : str or path-like
-        The PNG file to write (its folder is created).
+    path : str or path-like, default=None
+        The PNG file to write (its folder is created); None returns the figure.
     title : str, default=None
-        The figure's title.
+        The first line of the title, such as the data set's name; the second
+        line is "mean ± std over N trials".
     dpi : int, default=120
         Resolution.
 
     Returns
     -------
-    Path
-        ``path``.
+    Path or matplotlib.figure.Figure
+        ``path``, or the figure when ``path`` is None.
     """
     _check_columns(results, ["trial", "n_labeled", "strategy", "accuracy"], "plot_accuracy")
     if results.empty:
@@ -120,14 +144,14 @@ def plot_accuracy(
     n_trials = results["trial"].nunique()
     ax.set_xlabel("number of labeled points")
     ax.set_ylabel("accuracy on unlabeled points")
-    ax.set_title(title or f"Accuracy, mean \u00b1 std over {n_trials} trial(s)")
+    ax.set_title(f"{title or 'Accuracy'}\nmean \u00b1 std over {_trials(n_trials)}")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
-    return _save(fig, path, dpi)
+    return _finish(fig, path, dpi)
 
 
 def _choices_by_strategy(choices, trial):
-    """``{strategy: (initial nodes, queried nodes)}`` from a DataFrame or a mapping."""
+    """``{strategy: (initial nodes, queried nodes, query order)}``."""
     if isinstance(choices, pd.DataFrame):
         _check_columns(choices, ["trial", "strategy", "iteration", "node"], "plot_choices")
         part = choices[choices["trial"] == trial]
@@ -140,40 +164,114 @@ def _choices_by_strategy(choices, trial):
         for strategy in pd.unique(part["strategy"]):
             rows = part[part["strategy"] == strategy]
             initial = rows.loc[rows["iteration"] == 0, "node"].to_numpy(dtype=np.intp)
-            queried = rows.loc[rows["iteration"] > 0, "node"].to_numpy(dtype=np.intp)
-            out[str(strategy)] = (initial, queried)
+            later = rows[rows["iteration"] > 0]
+            queried = later["node"].to_numpy(dtype=np.intp)
+            order = later["iteration"].to_numpy(dtype=float)
+            out[str(strategy)] = (initial, queried, order)
         return out
     if isinstance(choices, Mapping):
-        return {
-            str(k): (np.empty(0, dtype=np.intp), np.asarray(v, dtype=np.intp).reshape(-1))
-            for k, v in choices.items()
-        }
+        out = {}
+        for key, value in choices.items():
+            queried = np.asarray(value, dtype=np.intp).reshape(-1)
+            out[str(key)] = (np.empty(0, dtype=np.intp), queried, np.arange(1.0, queried.size + 1))
+        return out
     raise TypeError(
         "choices must be a DataFrame with columns trial, strategy, iteration, node, or a "
         f"mapping strategy -> node indices; got {type(choices).__name__}."
     )
 
 
+def spectral_coordinates(X, *, n_neighbors: int = 10) -> np.ndarray:
+    """A 2-D embedding of the nodes: the graph's own spectral coordinates.
+
+    The second and third eigenvectors of the normalised Laplacian of the kNN
+    graph (self-tuning Gaussian kernel, as
+    :class:`~skmcal.SpectralGraphClassifier` builds it): the two smoothest
+    non-constant functions on the graph, which separate its largest
+    clusters. With many classes several share a region of the plane.
+
+    Parameters
+    ----------
+    X : array-like, sparse matrix, SpectralGraph or fitted SpectralGraphClassifier
+        The node data, whose graph is built here; or a graph (with at least
+        three eigenpairs), or a fitted classifier, whose graph is used.
+    n_neighbors : int, default=10
+        Neighbours of the graph built from node data.
+
+    Returns
+    -------
+    ndarray of shape (n_nodes, 2)
+    """
+    from .graph import GRAPH_CACHE, GraphParams, SpectralGraph, node_set
+
+    graph = getattr(X, "graph_", X)
+    if not isinstance(graph, SpectralGraph):
+        nodes = node_set(X)
+        if nodes.n_nodes < 4:
+            raise ValueError(f"spectral_coordinates needs at least 4 nodes; got {nodes.n_nodes}.")
+        k = min(n_neighbors, nodes.n_nodes - 1)
+        params = GraphParams("gaussian", k, min(5, k), 3.0, n_eigs=3)
+        graph = GRAPH_CACHE.get_or_build(nodes, params)
+    if graph.eigenvalues.size < 3:
+        raise ValueError(
+            f"spectral_coordinates needs 3 eigenpairs; the graph has {graph.eigenvalues.size}."
+        )
+    return np.array(graph.eigenvectors[:, 1:3])
+
+
+def _coordinates(X, embedding, what):
+    """2-D positions of the nodes: ``embedding``, else ``X`` if 2-D, else spectral."""
+    if embedding is None and X.shape[1] == 2:
+        coords = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
+    elif embedding is None:
+        coords = spectral_coordinates(X)
+    elif isinstance(embedding, np.ndarray | list | tuple):
+        coords = np.asarray(embedding, dtype=float)
+    else:
+        coords = spectral_coordinates(embedding)
+    if coords.ndim != 2 or coords.shape[1] != 2 or coords.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"{what} draws a 2-D embedding of the {X.shape[0]} points; the embedding has "
+            f"shape {coords.shape} (expected ({X.shape[0]}, 2))."
+        )
+    return coords
+
+
+def _class_colors(y):
+    """Class codes, colormap and vmax: red and blue for two classes, tab10/tab20 else."""
+    classes, codes = np.unique(y, return_inverse=True)
+    if classes.size == 2:
+        from matplotlib.colors import ListedColormap
+
+        return classes, codes, ListedColormap(_BINARY_COLORS), 1
+    cmap = "tab10" if classes.size <= 10 else "tab20"
+    return classes, codes, cmap, max(classes.size - 1, 1)
+
+
 def plot_choices(
     X,
     y,
     choices,
-    path: PathLike,
+    path: PathLike | None = None,
     *,
+    embedding=None,
     trial: int = 0,
     n_cols: int = 3,
     title: str | None = None,
     dpi: int = 120,
-) -> Path:
-    """The points each strategy labeled, over the ground truth of 2-D data.
+):
+    """The points each strategy labeled, in order, over the ground truth.
 
     One panel per strategy: every point coloured by its true class (red and
     blue for two classes), the initial labels as black squares and the
-    queried points as yellow stars.
+    queried points as stars coloured by when they were picked (a colour bar
+    gives the iteration). Data of more than two dimensions are drawn in a
+    2-D embedding (by default the spectral coordinates of their graph, see
+    :func:`spectral_coordinates`).
 
     Parameters
     ----------
-    X : array-like or sparse matrix of shape (n_samples, 2)
+    X : array-like or sparse matrix of shape (n_samples, n_features)
         The points.
     y : array-like of shape (n_samples,)
         Their true labels.
@@ -181,76 +279,211 @@ def plot_choices(
         A DataFrame with columns ``trial``, ``strategy``, ``iteration`` and
         ``node`` (:attr:`skmcal.experiment.ExperimentResult.choices`; rows of
         iteration 0 are the initial labels), or a mapping ``strategy ->
-        indices of the chosen points``.
-    path : str or path-like
-        The PNG file to write (its folder is created).
+        indices of the chosen points`` in the order they were picked.
+    path : str or path-like, default=None
+        The PNG file to write (its folder is created); None returns the figure.
+    embedding : None, array-like of shape (n_samples, 2), SpectralGraph or fitted \
+            SpectralGraphClassifier, default=None
+        Where to draw the points. None: ``X`` itself when it has two
+        columns, else its spectral coordinates (a kNN graph is built). A
+        graph or a classifier: the spectral coordinates of that graph (no
+        graph is built).
     trial : int, default=0
         The trial drawn, when ``choices`` is a DataFrame.
     n_cols : int, default=3
         Panels per row.
     title : str, default=None
-        The figure's title.
+        The figure's title, such as the data set's name.
     dpi : int, default=120
         Resolution.
 
     Returns
     -------
-    Path
-        ``path``.
+    Path or matplotlib.figure.Figure
+        ``path``, or the figure when ``path`` is None.
     """
-    X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
     y = np.asarray(y).reshape(-1)
-    if X.ndim != 2 or X.shape[1] != 2:
-        raise ValueError(f"plot_choices draws 2-D points; X has shape {X.shape}.")
+    if getattr(X, "ndim", 2) != 2 or len(X.shape) != 2:
+        raise ValueError(f"plot_choices: X must be 2-D (n_samples, n_features); got {X.shape}.")
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels.")
     panels = _choices_by_strategy(choices, trial)
     if not panels:
         raise ValueError("plot_choices: choices is empty.")
-    for strategy, (initial, queried) in panels.items():
+    for strategy, (initial, queried, _) in panels.items():
         nodes = np.concatenate([initial, queried])
         if nodes.size and (nodes.min() < 0 or nodes.max() >= X.shape[0]):
             raise ValueError(
                 f"plot_choices: strategy {strategy!r} has indices outside the {X.shape[0]} points."
             )
+    coords = _coordinates(X, embedding, "plot_choices")
+    classes, codes, cmap, vmax = _class_colors(y)
+    last = max([order.max() for _, _, order in panels.values() if order.size] or [1.0])
 
-    classes, codes = np.unique(y, return_inverse=True)
-    if classes.size == 2:
-        from matplotlib.colors import ListedColormap
-
-        cmap, vmax = ListedColormap(_BINARY_COLORS), 1
-    else:
-        cmap, vmax = "tab10" if classes.size <= 10 else "tab20", max(classes.size - 1, 1)
+    from matplotlib.lines import Line2D
 
     n_cols = max(1, min(n_cols, len(panels)))
     n_rows = math.ceil(len(panels) / n_cols)
-    fig, axes = _figure(n_rows, n_cols, size=(3.6 * n_cols, 3.4 * n_rows))
-    for ax, (strategy, (initial, queried)) in zip(axes.flat, panels.items(), strict=False):
-        ax.scatter(X[:, 0], X[:, 1], c=codes, cmap=cmap, vmin=0, vmax=vmax, s=6, alpha=0.6, lw=0)
+    fig, axes = _figure(n_rows, n_cols, size=(3.6 * n_cols + 1.2, 3.4 * n_rows + 0.9))
+    size = 6 if X.shape[0] <= 2000 else 2
+    picks = None
+    for ax, (strategy, (initial, queried, order)) in zip(axes.flat, panels.items(), strict=False):
+        ax.scatter(*coords.T, c=codes, cmap=cmap, vmin=0, vmax=vmax, s=size, alpha=0.5, lw=0)
         if queried.size:
-            ax.scatter(
-                X[queried, 0],
-                X[queried, 1],
+            picks = ax.scatter(
+                *coords[queried].T,
+                c=order,
+                cmap="viridis",
+                vmin=1,
+                vmax=max(last, 2),
                 marker="*",
                 s=70,
-                c="yellow",
                 edgecolors="black",
-                linewidths=0.6,
-                label="queried",
+                linewidths=0.4,
+                zorder=3,
             )
         if initial.size:
-            ax.scatter(
-                X[initial, 0], X[initial, 1], marker="s", s=40, c="black", label="initial", zorder=3
-            )
+            ax.scatter(*coords[initial].T, marker="s", s=40, c="black", zorder=4)
         ax.set_title(f"{strategy} ({initial.size + queried.size} labels)", fontsize="medium")
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_aspect("equal", adjustable="datalim")
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
-    if title:
-        fig.suptitle(title)
-    return _save(fig, path, dpi)
+
+    from matplotlib import colormaps
+
+    palette = colormaps[cmap] if isinstance(cmap, str) else cmap
+    dot = {"marker": "o", "linestyle": "", "markersize": 6}
+    handles = [
+        Line2D([], [], color=palette(code / vmax), label=f"class {name}", **dot)
+        for code, name in enumerate(classes)
+    ]
+    if len(handles) > 10:
+        handles = handles[:9] + [Line2D([], [], linestyle="", label=f"... {len(handles)} classes")]
+    handles += [
+        Line2D([], [], marker="s", color="black", linestyle="", label="initial label"),
+        Line2D(
+            [], [], marker="*", color="gold", markeredgecolor="black", linestyle="",
+            markersize=11, label="queried (colour: order)",
+        ),
+    ]  # fmt: skip
+    width = fig.get_figwidth()  # about 1.7 inch per legend entry
+    fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize="small",
+               ncols=max(1, min(len(handles), int(width // 1.7))))  # fmt: skip
+    if picks is not None:
+        bar = fig.colorbar(picks, ax=axes.ravel().tolist(), shrink=0.8, pad=0.02)
+        by_iteration = isinstance(choices, pd.DataFrame)
+        bar.set_label("iteration of the query" if by_iteration else "order of the pick")
+    given = isinstance(embedding, np.ndarray | list | tuple)
+    spectral = not given and (embedding is not None or X.shape[1] != 2)
+    text = "points chosen" + (f", trial {trial}" if isinstance(choices, pd.DataFrame) else "")
+    text += " (spectral coordinates)" if spectral else ""
+    fig.suptitle(f"{title}: {text}" if title else text)
+    return _finish(fig, path, dpi)
+
+
+def _node_uncertainty(clf, measure):
+    """Per-node posterior variance of the latent values, or the margin."""
+    V = np.asarray(clf.eigenvectors_)
+    if measure == "margin":
+        U = V @ clf.coef_
+        if U.ndim == 1:
+            return np.abs(U)
+        top = np.sort(U, axis=1)
+        return top[:, -1] - top[:, -2]
+    C = clf.posterior_cov()
+    M = V.shape[1]
+    if C.shape[0] == M:
+        return np.einsum("ij,jk,ik->i", V, C, V)
+    # ce: softmax ignores a shift shared by the classes, so the variance that
+    # matters is that of the centred class values u_c - mean(u): the trace of
+    # (I - 11'/n_c) Cov(u) (I - 11'/n_c), which is v' (sum_c C_cc - sum_cd C_cd / n_c) v.
+    n_classes = C.shape[0] // M
+    blocks = C.reshape(n_classes, M, n_classes, M)
+    diagonal = sum(blocks[c, :, c, :] for c in range(n_classes))
+    centred = diagonal - blocks.sum(axis=(0, 2)) / n_classes
+    return np.einsum("ij,jk,ik->i", V, centred, V)
+
+
+def plot_uncertainty(
+    clf,
+    X=None,
+    path: PathLike | None = None,
+    *,
+    measure: str = "variance",
+    title: str | None = None,
+    dpi: int = 120,
+):
+    """The posterior uncertainty of a fitted classifier over its nodes.
+
+    Every node coloured by ``measure``, the labeled nodes as black squares.
+    ``variance``: the Laplace posterior variance of its latent value,
+    ``diag(V C V')`` (for ``ce``, summed over the classes), large far from
+    the labels; ``margin``: the gap between the two largest latent class
+    values (binary: ``|u|``), small near the decision boundary.
+
+    Parameters
+    ----------
+    clf : SpectralGraphClassifier
+        Fitted.
+    X : array-like of shape (n_nodes, 2), default=None
+        Where to draw the nodes, in node order. None: the node data when
+        they have two columns, else the graph's spectral coordinates
+        (:func:`spectral_coordinates`).
+    path : str or path-like, default=None
+        The PNG file to write (its folder is created); None returns the figure.
+    measure : {"variance", "margin"}, default="variance"
+        What colours the nodes.
+    title : str, default=None
+        The figure's title; None names the measure and the loss.
+    dpi : int, default=120
+        Resolution.
+
+    Returns
+    -------
+    Path or matplotlib.figure.Figure
+        ``path``, or the figure when ``path`` is None.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_moons
+    >>> from skmcal import SpectralGraphClassifier
+    >>> from skmcal.plotting import plot_uncertainty
+    >>> X, y_true = make_moons(200, noise=0.05, random_state=0)
+    >>> y = np.full(200, -1)
+    >>> y[:4] = y_true[:4]
+    >>> fig = plot_uncertainty(SpectralGraphClassifier(loss="probit").fit(X, y))
+    >>> fig.axes[0].get_title()
+    'posterior variance of the latent value (probit)'
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    measures = {"variance": "posterior variance of the latent value", "margin": "margin"}
+    if measure not in measures:
+        raise ValueError(f"measure must be one of {list(measures)}; got {measure!r}.")
+    check_is_fitted(clf)
+    nodes = clf.node_set_.data
+    coords = _coordinates(nodes, X if X is not None else (None if nodes.shape[1] == 2 else clf),
+                          "plot_uncertainty")  # fmt: skip
+    values = _node_uncertainty(clf, measure)
+    fig, axes = _figure(size=(6.4, 5.2))
+    ax = axes[0, 0]
+    order = np.argsort(values) if measure == "variance" else np.argsort(-values)
+    cmap = "magma_r" if measure == "variance" else "magma"
+    points = ax.scatter(*coords[order].T, c=values[order], cmap=cmap, s=12, lw=0)
+    labeled = clf.labeled_nodes_
+    ax.scatter(*coords[labeled].T, marker="s", s=36, c="#1f77b4", edgecolors="white",
+               linewidths=0.6, label=f"labeled ({labeled.size})", zorder=3)  # fmt: skip
+    hint = "large" if measure == "variance" else "small"
+    fig.colorbar(points, ax=ax, shrink=0.85).set_label(f"{measures[measure]} ({hint}: uncertain)")
+    ax.set_title(title or f"{measures[measure]} ({clf.loss})")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.legend(loc="best", fontsize="small")
+    return _finish(fig, path, dpi)
 
 
 def _timing_stats(frame: pd.DataFrame, strategy, strategy_col, n_col, time_col):

@@ -1,6 +1,6 @@
 """Query strategies with modAL's contract.
 
-Each strategy is a plain function
+Each strategy is a plain function::
 
     strategy(learner, X_pool, n_instances=1, **options) -> (indices, scores)
 
@@ -185,23 +185,45 @@ def model_change(
 ):
     """Model-change (MC) acquisition: the rows whose label would move the MAP most.
 
+    For each candidate node ``k`` the score is the norm of the change of
+    the MAP spectral coefficients ``coef_`` that labeling ``k`` with its
+    pseudo-label (the class the current model predicts for it) would cause.
+    It is computed without refitting, from the Laplace posterior: exactly
+    for ``gr`` and ``mgr``, as one Newton step from the current MAP for
+    ``logistic``, ``probit`` and ``ce`` (Miller & Bertozzi).
+
     Parameters
     ----------
     learner : modAL learner or SpectralGraphClassifier
         A fitted classifier, or a modAL learner wrapping one.
     X_pool : array-like, sparse matrix or NodeSet
-        Rows of the classifier's node set (or the node set itself).
+        Rows of the classifier's node set, or the node set itself (the fast
+        path: no row look-up). Labeled nodes are never returned.
     n_instances : int, default=1
         How many rows to return.
-    candidates, batch, random_state
-        See the module documentation.
+    candidates : None, float in (0, 1], int or array of int, default=None
+        Which unlabeled rows of ``X_pool`` are scored: all of them (None); a
+        random fraction of them (float; the paper scores 10%, 0.1); that many
+        drawn at random (int); or exactly these row indices of ``X_pool``
+        (array; labeled rows among them are dropped). A random subset never
+        has fewer than ``n_instances`` rows.
+    batch : {"topk", "greedy"}, default="topk"
+        How ``n_instances > 1`` rows are chosen. ``topk``: the
+        ``n_instances`` best-scored candidates (the paper's batches).
+        ``greedy``: the best candidate, then the posterior updated as if it
+        were labeled with its pseudo-label (the look-ahead update), the
+        candidates rescored, the next best, and so on; costlier, and it
+        spreads a batch out.
+    random_state : int, RandomState instance or None, default=None
+        Draws the random candidate subset and breaks ties between equal
+        scores.
 
     Returns
     -------
     indices : ndarray of shape (n_instances,)
         Rows of ``X_pool``, best first.
     scores : ndarray of shape (n_instances,)
-        Their acquisition values.
+        Their acquisition values (the norm of the MAP change; exact float64).
     """
     return _select(
         acquisition.model_change, learner, X_pool, n_instances, candidates, batch, random_state
@@ -211,7 +233,44 @@ def model_change(
 def vopt(learner, X_pool, n_instances=1, *, candidates=None, batch="topk", random_state=None):
     """V-opt: the rows whose label most reduces the total posterior variance.
 
-    Parameters and returns as :func:`model_change`.
+    The score of a candidate node is the decrease of ``trace(V C V')``, the
+    summed posterior variance of the latent values of every node, that its
+    label would bring: the update of the Laplace covariance ``C`` by the
+    node's curvature (``1/gamma^2`` for ``gr`` and ``mgr``; the loss's
+    curvature at the pseudo-label otherwise).
+
+    Parameters
+    ----------
+    learner : modAL learner or SpectralGraphClassifier
+        A fitted classifier, or a modAL learner wrapping one.
+    X_pool : array-like, sparse matrix or NodeSet
+        Rows of the classifier's node set, or the node set itself (the fast
+        path: no row look-up). Labeled nodes are never returned.
+    n_instances : int, default=1
+        How many rows to return.
+    candidates : None, float in (0, 1], int or array of int, default=None
+        Which unlabeled rows of ``X_pool`` are scored: all of them (None); a
+        random fraction of them (float; the paper scores 10%, 0.1); that many
+        drawn at random (int); or exactly these row indices of ``X_pool``
+        (array; labeled rows among them are dropped). A random subset never
+        has fewer than ``n_instances`` rows.
+    batch : {"topk", "greedy"}, default="topk"
+        How ``n_instances > 1`` rows are chosen. ``topk``: the
+        ``n_instances`` best-scored candidates (the paper's batches).
+        ``greedy``: the best candidate, then the posterior updated as if it
+        were labeled with its pseudo-label (the look-ahead update), the
+        candidates rescored, the next best, and so on; costlier, and it
+        spreads a batch out.
+    random_state : int, RandomState instance or None, default=None
+        Draws the random candidate subset and breaks ties between equal
+        scores.
+
+    Returns
+    -------
+    indices : ndarray of shape (n_instances,)
+        Rows of ``X_pool``, best first.
+    scores : ndarray of shape (n_instances,)
+        Their acquisition values (variance reductions).
     """
     return _select(acquisition.vopt, learner, X_pool, n_instances, candidates, batch, random_state)
 
@@ -219,7 +278,43 @@ def vopt(learner, X_pool, n_instances=1, *, candidates=None, batch="topk", rando
 def sopt(learner, X_pool, n_instances=1, *, candidates=None, batch="topk", random_state=None):
     """Sigma-opt: the rows whose label most reduces the survey risk ``1' V C V' 1``.
 
-    Parameters and returns as :func:`model_change`.
+    The score of a candidate node is the decrease of ``1' V C V' 1``, the
+    posterior variance of the sum of the latent values (for ``ce``, summed
+    over the classes), that its label would bring, through the same update
+    of ``C`` as :func:`vopt`.
+
+    Parameters
+    ----------
+    learner : modAL learner or SpectralGraphClassifier
+        A fitted classifier, or a modAL learner wrapping one.
+    X_pool : array-like, sparse matrix or NodeSet
+        Rows of the classifier's node set, or the node set itself (the fast
+        path: no row look-up). Labeled nodes are never returned.
+    n_instances : int, default=1
+        How many rows to return.
+    candidates : None, float in (0, 1], int or array of int, default=None
+        Which unlabeled rows of ``X_pool`` are scored: all of them (None); a
+        random fraction of them (float; the paper scores 10%, 0.1); that many
+        drawn at random (int); or exactly these row indices of ``X_pool``
+        (array; labeled rows among them are dropped). A random subset never
+        has fewer than ``n_instances`` rows.
+    batch : {"topk", "greedy"}, default="topk"
+        How ``n_instances > 1`` rows are chosen. ``topk``: the
+        ``n_instances`` best-scored candidates (the paper's batches).
+        ``greedy``: the best candidate, then the posterior updated as if it
+        were labeled with its pseudo-label (the look-ahead update), the
+        candidates rescored, the next best, and so on; costlier, and it
+        spreads a batch out.
+    random_state : int, RandomState instance or None, default=None
+        Draws the random candidate subset and breaks ties between equal
+        scores.
+
+    Returns
+    -------
+    indices : ndarray of shape (n_instances,)
+        Rows of ``X_pool``, best first.
+    scores : ndarray of shape (n_instances,)
+        Their acquisition values (survey-risk reductions).
     """
     return _select(acquisition.sopt, learner, X_pool, n_instances, candidates, batch, random_state)
 
@@ -234,22 +329,49 @@ def uncertainty(
     batch="topk",
     random_state=None,
 ):
-    """Uncertainty sampling.
+    """Uncertainty sampling: the rows the current model is least sure of.
+
+    Scores every candidate by ``measure`` at the MAP latent values (no
+    posterior covariance is used).
 
     Parameters
     ----------
+    learner : modAL learner or SpectralGraphClassifier
+        A fitted classifier, or a modAL learner wrapping one.
+    X_pool : array-like, sparse matrix or NodeSet
+        Rows of the classifier's node set, or the node set itself (the fast
+        path: no row look-up). Labeled nodes are never returned.
+    n_instances : int, default=1
+        How many rows to return.
     measure : {"margin", "entropy", "least_confident"}, default="margin"
         ``margin``: smallest gap between the two largest latent class values
-        (binary: smallest ``|u|``); ``entropy`` and ``least_confident`` of the
-        class probabilities (``predict_proba``).
-    learner, X_pool, n_instances, candidates, batch, random_state
-        As :func:`model_change`.
+        (binary: smallest ``|u|``); ``entropy``: largest entropy of the class
+        probabilities (``predict_proba``); ``least_confident``: smallest
+        largest class probability.
+    candidates : None, float in (0, 1], int or array of int, default=None
+        Which unlabeled rows of ``X_pool`` are scored: all of them (None); a
+        random fraction of them (float; the paper scores 10%, 0.1); that many
+        drawn at random (int); or exactly these row indices of ``X_pool``
+        (array; labeled rows among them are dropped). A random subset never
+        has fewer than ``n_instances`` rows.
+    batch : {"topk", "greedy"}, default="topk"
+        How ``n_instances > 1`` rows are chosen. ``topk``: the
+        ``n_instances`` best-scored candidates (the paper's batches).
+        ``greedy``: the best candidate, then the posterior updated as if it
+        were labeled with its pseudo-label (the look-ahead update), the
+        candidates rescored, the next best, and so on; costlier, and it
+        spreads a batch out.
+    random_state : int, RandomState instance or None, default=None
+        Draws the random candidate subset and breaks ties between equal
+        scores.
 
     Returns
     -------
-    indices, scores
-        As :func:`model_change`; the scores are uncertainties (larger is
-        more uncertain; for ``margin``, minus the margin).
+    indices : ndarray of shape (n_instances,)
+        Rows of ``X_pool``, best first.
+    scores : ndarray of shape (n_instances,)
+        Their uncertainties: larger is more uncertain (for ``margin``,
+        minus the margin).
     """
     if measure not in acquisition.UNCERTAINTY_MEASURES:
         raise ValueError(
@@ -265,10 +387,30 @@ def uncertainty(
 def random_sampling(learner, X_pool, n_instances=1, *, candidates=None, random_state=None):
     """Uniformly random unlabeled rows (the RAND baseline).
 
+    Parameters
+    ----------
+    learner : modAL learner or SpectralGraphClassifier
+        A fitted classifier, or a modAL learner wrapping one.
+    X_pool : array-like, sparse matrix or NodeSet
+        Rows of the classifier's node set, or the node set itself (the fast
+        path: no row look-up). Labeled nodes are never returned.
+    n_instances : int, default=1
+        How many rows to return.
+    candidates : None, float in (0, 1], int or array of int, default=None
+        Which unlabeled rows of ``X_pool`` are scored: all of them (None); a
+        random fraction of them (float; the paper scores 10%, 0.1); that many
+        drawn at random (int); or exactly these row indices of ``X_pool``
+        (array; labeled rows among them are dropped). A random subset never
+        has fewer than ``n_instances`` rows.
+    random_state : int, RandomState instance or None, default=None
+        Draws the candidate subset and the rows.
+
     Returns
     -------
-    indices, scores
-        As :func:`model_change`; the scores are the random keys drawn.
+    indices : ndarray of shape (n_instances,)
+        Rows of ``X_pool``.
+    scores : ndarray of shape (n_instances,)
+        The random keys drawn (uniform on [0, 1), largest first).
     """
     rng = check_random_state(random_state)
 

@@ -57,6 +57,7 @@ TESTED_PARAMETERS = {
     "cache",  # test_cache_false_*
     "n_jobs",  # test_n_jobs_does_not_change_the_graph
     "random_state",  # test_random_state_makes_the_arpack_path_deterministic
+    "missing_label",  # tests/test_skactiveml.py: test_missing_label_*
 }
 
 

@@ -108,7 +108,8 @@ def test_plots_are_png(reference, tmp_path):
     assert path == tmp_path / "sub" / "timing.png"
     assert_png(path)
     with pytest.raises(ValueError, match="2-D"):
-        plot_choices(np.zeros((3, 3)), [0, 1, 0], mapping, tmp_path / "bad.png")
+        bad = np.zeros((3, 3))
+        plot_choices(bad, [0, 1, 0], {"a": [0]}, tmp_path / "bad.png", embedding=bad)
     with pytest.raises(ValueError, match="columns"):
         plot_timing(timings.rename(columns={"N": "n"}), tmp_path / "bad.png")
 
