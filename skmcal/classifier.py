@@ -6,6 +6,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.metrics import accuracy_score
 from sklearn.utils import _safe_indexing
@@ -395,23 +396,75 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         self.gamma_ = gamma
         self.n_iter_ = posterior.n_iter
         self._fit_signature = signature
+        self._note_unlabeled_components(codes)
         return self
 
     # -------------------------------------------------------------- predict
-    def _spectral_rows(self, X):
-        """Eigenvector rows of ``X``: exact for nodes, Nystrom for other points."""
+    def _row_weights(self, X):
+        """Weights of the rows of ``X`` over the nodes: a node's own row for
+        rows equal to a node, :meth:`SpectralGraph.interpolation_weights` otherwise."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         index = self.node_set_.lookup(X)
-        rows = np.empty((X.shape[0], self.eigenvalues_.size))
         found = index >= 0
-        rows[found] = self.eigenvectors_[index[found]]
+        n, n_nodes = X.shape[0], self.node_set_.n_nodes
+        weights = sp.csr_matrix(
+            (np.ones(int(found.sum())), (np.flatnonzero(found), index[found])),
+            shape=(n, n_nodes),
+        )
         if not found.all():
-            rows[~found] = self.graph_.extend(X[~found])
-        return rows
+            rest = np.flatnonzero(~found)
+            place = sp.csr_matrix((np.ones(rest.size), (rest, np.arange(rest.size))))
+            place.resize(n, rest.size)
+            weights = weights + place @ self.graph_.interpolation_weights(X[rest])
+        return weights.tocsr()
+
+    def _spectral_rows(self, X):
+        """Eigenvector rows at ``X``: the rows' weights over the nodes times ``V``."""
+        return np.asarray(self._row_weights(X) @ self.eigenvectors_)
 
     def _latent(self, rows):
         return rows @ self.coef_
+
+    def _node_latent(self):
+        """Latent values of the nodes; exactly 0 (the prior mean) where no label reaches."""
+        U = self._latent(self.eigenvectors_)
+        if self._unreached is not None:
+            U[self._unreached] = 0.0
+        return U
+
+    def _latent_at(self, X):
+        """Latent values at the rows of ``X`` (a weighted average of the nodes'),
+        and which rows no label reaches."""
+        weights = self._row_weights(X)
+        U = weights @ self._node_latent()
+        reached = weights @ self._reached_nodes()
+        return U, reached <= 0
+
+    def _reached_nodes(self):
+        reached = np.ones(self.node_set_.n_nodes)
+        if self._unreached is not None:
+            reached[self._unreached] = 0.0
+        return reached
+
+    def _note_unlabeled_components(self, codes):
+        """Find the nodes in components without a label, warn, fix their prediction."""
+        self._fallback_class = int(np.argmax(np.bincount(codes, minlength=self.classes_.size)))
+        components = self.graph_.component_labels
+        has_label = np.zeros(self.graph_.n_components, dtype=bool)
+        has_label[components[self.labeled_nodes_]] = True
+        unreached = ~has_label[components]
+        self._unreached = unreached if unreached.any() else None
+        if self._unreached is not None:
+            warnings.warn(
+                f"{int(unreached.sum())} of {unreached.size} nodes lie in "
+                f"{int((~has_label).sum())} connected component(s) of the graph without "
+                f"any label. Nothing is learned there: they get the latent value 0 (equal "
+                f"class probabilities) and the most frequent labeled class, "
+                f"{self.classes_[self._fallback_class].tolist()!r}.",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def decision_function(self, X):
         """Latent values at the rows of ``X``.
@@ -427,7 +480,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             with more than two classes: one column per class; with two
             classes, ``u[:, 1] - u[:, 0]`` (scikit-learn's binary convention).
         """
-        U = self._latent(self._spectral_rows(X))
+        U, _ = self._latent_at(X)
         if U.ndim == 2 and U.shape[1] == 2:
             return U[:, 1] - U[:, 0]
         return U
@@ -454,12 +507,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, n_classes)
             Rows sum to 1; columns follow ``classes_``.
         """
-        return self._proba_from_latent(self._latent(self._spectral_rows(X)))
+        return self._proba_from_latent(self._latent_at(X)[0])
 
-    def _labels_from_latent(self, U):
-        if U.ndim == 1:
-            return self.classes_[(U > 0).astype(np.intp)]
-        return self.classes_[np.argmax(U, axis=1)]
+    def _labels_from_latent(self, U, unreached=None):
+        codes = (U > 0).astype(np.intp) if U.ndim == 1 else np.argmax(U, axis=1)
+        if unreached is not None:
+            codes[unreached] = self._fallback_class
+        return self.classes_[codes]
 
     def predict(self, X):
         """Predicted class of each row of ``X``.
@@ -472,13 +526,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        return self._labels_from_latent(self._latent(self._spectral_rows(X)))
+        return self._labels_from_latent(*self._latent_at(X))
 
     @property
     def transduction_(self):
         """Predicted label of every node of the graph, shape (n_nodes,)."""
         check_is_fitted(self)
-        return self._labels_from_latent(self._latent(self.eigenvectors_))
+        return self._labels_from_latent(self._node_latent(), self._unreached)
 
     def score(self, X, y):
         """Accuracy on the labeled rows of ``(X, y)``; rows with ``y = -1`` are ignored.
