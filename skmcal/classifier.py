@@ -32,6 +32,39 @@ AUTO_HYPERPARAMETERS = {
 #: Marker of an unlabeled row in ``y`` (scikit-learn's semi-supervised convention).
 UNLABELED = -1
 
+#: Largest ratio accepted with ``loss="ce"`` between the posterior variance
+#: ``1/tau^2`` of the class mean (the cross-entropy is flat along it, so only
+#: the prior's shift bounds it) and the smallest posterior variances, at most
+#: ``1/(lambda_max + tau^2)`` with ``lambda_max <= 2`` for the normalised
+#: Laplacian (the loss's curvature can only shrink them further). Float64
+#: then keeps about ``-log10(eps * ratio)`` significant digits of the
+#: covariance and of the acquisition scores: at least 6 here. Beyond it
+#: (tau = 1e-9: ratio 2e18) model_change and vopt scores were off by up to
+#: 35,000x and the covariance had eigenvalues of -1.8e4.
+CE_MAX_CONDITION = 1e-6 / np.finfo(float).eps
+
+_TINY, _HUGE = np.finfo(float).tiny, np.finfo(float).max
+
+
+def _check_tau_gamma(loss, tau, gamma):
+    """Refuse a ``tau`` or ``gamma`` that float64 cannot honour (see :data:`CE_MAX_CONDITION`)."""
+    for name, value in (("tau", tau), ("gamma", gamma)):
+        if not _TINY <= value**2 <= _HUGE:
+            raise ValueError(
+                f"{name}={value!r} cannot be honoured: {name}^2 = {value**2!r} is outside "
+                f"float64's normal range; use {np.sqrt(_TINY):.1e} <= {name} <= "
+                f"{np.sqrt(_HUGE):.1e}."
+            )
+    ratio = 2.0 / tau**2
+    if loss == "ce" and ratio > CE_MAX_CONDITION:
+        raise ValueError(
+            f"tau={tau!r} is too small for loss='ce': the posterior variance 1/tau^2 of the "
+            f"class mean (along which the cross-entropy is flat) is up to 2/tau^2 = "
+            f"{ratio:.1e} times the smallest variances, more than the {CE_MAX_CONDITION:.1e} "
+            f"that float64 holds with 6 significant digits. Use tau >= "
+            f"{np.sqrt(2.0 / CE_MAX_CONDITION):.1e}."
+        )
+
 
 def _unlabeled_mask(y):
     if y.dtype.kind in "iuf":
@@ -298,6 +331,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             n_jobs=self.n_jobs,
         )
 
+    def _tau_gamma(self):
+        """``(tau, gamma)`` with "auto" resolved for the loss."""
+        tau, gamma = AUTO_HYPERPARAMETERS[self.loss]
+        tau = tau if self.tau == "auto" else float(self.tau)
+        gamma = gamma if self.gamma == "auto" else float(self.gamma)
+        return tau, gamma
+
     def _resolve_nodes(self, X):
         """The node set and the node index of every row of ``X``."""
         if self.nodes is None:
@@ -334,6 +374,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+        _check_tau_gamma(self.loss, *self._tau_gamma())
         labeled = ~_unlabeled_mask(y)
         check_classification_targets(y[labeled])
         if not labeled.any():
@@ -361,9 +402,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             if self.cache
             else build_graph(nodes.data, params)
         )
-        tau, gamma = AUTO_HYPERPARAMETERS[self.loss]
-        tau = tau if self.tau == "auto" else float(self.tau)
-        gamma = gamma if self.gamma == "auto" else float(self.gamma)
+        tau, gamma = self._tau_gamma()
 
         labeled_nodes = node_index[labeled]
         codes = np.searchsorted(classes, y[labeled])
