@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from . import __version__
 from .baselines import BASELINES, db_rkhs, sopt_hf, vopt_hf
@@ -442,14 +443,34 @@ def _resolve_dataset(dataset, n_samples, data_home):
         X, y = load_dataset(dataset, n_samples=n_samples, data_home=data_home)
         return dataset.lower(), X, y, DATASETS[dataset.lower()]
     if isinstance(dataset, Sequence) and len(dataset) == 2:
-        X, y = dataset
+        X, y = _check_pair(*dataset)
         if n_samples is not None:
             X, y = X[:n_samples], y[:n_samples]
-        return "custom", X, np.asarray(y), _CUSTOM_DEFAULTS
+        return "custom", X, y, _CUSTOM_DEFAULTS
     raise ValueError(
         f"dataset must be one of {', '.join(DATASETS)} or an (X, y) pair; got "
         f"{type(dataset).__name__}."
     )
+
+
+def _check_pair(X, y):
+    """A data set given as ``(X, y)``: numeric, finite, 2-D X and 1-D y of as many rows."""
+    if not sp.issparse(X):
+        X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (n_samples, n_features); got shape {X.shape}.")
+    values = X.data if sp.issparse(X) else X
+    if values.dtype.kind not in "biuf":
+        raise ValueError(f"X must hold numbers; got dtype {values.dtype}.")
+    bad = ~np.isfinite(values)
+    if bad.any():
+        raise ValueError(f"X holds {int(bad.sum())} value(s) that are NaN or infinite.")
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D, one label per row of X; got shape {y.shape}.")
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels.")
+    return X, y
 
 
 def _labels_digest(classes, codes):
