@@ -49,9 +49,11 @@ _TINY, _HUGE = np.finfo(float).tiny, np.finfo(float).max
 def _check_tau_gamma(loss, tau, gamma):
     """Refuse a ``tau`` or ``gamma`` that float64 cannot honour (see :data:`CE_MAX_CONDITION`)."""
     for name, value in (("tau", tau), ("gamma", gamma)):
-        if not _TINY <= value**2 <= _HUGE:
+        with np.errstate(over="ignore", under="ignore"):
+            square = float(np.float64(value) ** 2)
+        if not _TINY <= square <= _HUGE:
             raise ValueError(
-                f"{name}={value!r} cannot be honoured: {name}^2 = {value**2!r} is outside "
+                f"{name}={value!r} cannot be honoured: {name}^2 = {square!r} is outside "
                 f"float64's normal range; use {np.sqrt(_TINY):.1e} <= {name} <= "
                 f"{np.sqrt(_HUGE):.1e}."
             )
