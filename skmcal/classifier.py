@@ -138,7 +138,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     tau : float or "auto", default="auto"
         Prior shift: the prior precision is ``L + tau^2 I``. "auto" takes the
         paper's value for the loss (0.001 for binary losses, 0.005 for
-        ``mgr`` and ``ce``).
+        ``mgr`` and ``ce``). With ``ce``, at least 2.1e-5 (see Notes).
     gamma : float or "auto", default="auto"
         Scale of the loss. "auto": 0.5, except 0.1 for ``mgr`` (the paper).
     max_iter : int, default=100
@@ -205,9 +205,38 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     labels, clones, and ``GridSearchCV`` over ``loss``/``tau``/``gamma`` on a
     fixed ``nodes`` reuse it. ``skmcal.clear_graph_cache()`` empties it.
 
-    **Prediction.** Rows equal to a node get that node's latent values;
-    other rows are placed by the Nystrom extension of the eigenvectors
-    through their nearest nodes (see :meth:`SpectralGraph.extend`).
+    **Prediction.** Rows equal to a node get that node's latent values.
+    Other rows get the weighted average of the latent values of their
+    ``n_neighbors`` nearest nodes, weighted by the graph's own kernel (see
+    :meth:`~skmcal.graph.SpectralGraph.interpolation_weights`), which
+    ``posterior_cov(X)`` follows too. A row at a numerically zero distance
+    from a node (a float32 copy of it, say) gets that node's values; a row
+    far from every node is extrapolated from its nearest nodes, with a
+    warning.
+
+    **Equal rows are one point.** The graph is built over the distinct rows
+    (so copies never crowd out a point's neighbours nor split the graph),
+    every copy joined to its equal nodes with weight 1; equal nodes get equal
+    latent values. A row equal to several nodes stands for the first of them
+    (with ``nodes=`` given, k copies of a row in one ``fit`` label k equal
+    nodes), and the query strategies of :mod:`skmcal.query` never return a
+    node equal to a labeled one, nor two equal rows in one batch.
+
+    **Components without labels.** Nothing is learned in a connected
+    component of the graph that holds no label: ``fit`` warns with the number
+    of such nodes, and predictions there are fixed, whatever the round-off:
+    latent value 0 (the prior mean), equal class probabilities, and the most
+    frequent labeled class (the first of ``classes_`` on a tie). The same
+    holds for new rows whose neighbours all lie in such components.
+
+    **Floating point.** The data are used at any scale (data beyond
+    ``2^+-64`` are multiplied by an exact power of two before any distance).
+    ``tau`` and ``gamma`` must have squares in float64's normal range, and
+    with ``loss="ce"``, ``tau >= 2.1e-5``: the cross-entropy is flat along
+    the class mean, where the posterior variance is ``1/tau^2``, and a
+    smaller ``tau`` leaves fewer than 6 significant digits of the
+    covariance and of the acquisition scores (see
+    :data:`skmcal.classifier.CE_MAX_CONDITION`).
 
     **Probabilities.** ``predict_proba`` is the model's own likelihood of
     each class at the MAP latent value ``u``, normalised over the classes:
@@ -604,7 +633,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         X : {array-like, sparse matrix} of shape (n_samples, n_features) or None
             None: the covariance of the spectral coefficients ``coef_``.
             Otherwise: the covariance of the latent values at the rows of
-            ``X`` (nodes exactly, other points through the Nystrom extension).
+            ``X`` (nodes exactly, other points through the weights over their
+            nearest nodes: ``V_X = interpolation_weights(X) V``).
 
         Returns
         -------
