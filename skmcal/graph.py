@@ -665,14 +665,15 @@ class _Affinity:
     data_scale: float = 1.0
 
 
-def _distinct_points(params: GraphParams, data):
+def _distinct_points(params: GraphParams, data, first=None):
     """The distinct rows of the node data, and the parameters clipped to their number.
 
     Returns ``(points, point_nodes, node_points, params)``; the two index
     arrays are None when every row is distinct.
     """
     n = data.shape[0]
-    first = first_equal_rows(data)
+    if first is None:
+        first = first_equal_rows(data)
     point_nodes = np.flatnonzero(first == np.arange(n))
     n_points = point_nodes.size
     if n_points < 2:
@@ -700,7 +701,7 @@ def _distinct_points(params: GraphParams, data):
     return data[point_nodes], point_nodes, position[first], params
 
 
-def _affinity(params: GraphParams, data) -> _Affinity:
+def _affinity(params: GraphParams, data, first_equal=None) -> _Affinity:
     """Symmetric affinity ``W`` of the node data, with its scales and neighbour index.
 
     Equal nodes are one point: the kNN search runs over the distinct points
@@ -722,7 +723,7 @@ def _affinity(params: GraphParams, data) -> _Affinity:
                 f"is {W.data.min()}."
             )
         return _Affinity(((W + W.T) * 0.5).tocsr(), params)
-    points, point_nodes, node_points, params = _distinct_points(params, data)
+    points, point_nodes, node_points, params = _distinct_points(params, data, first_equal)
     data_scale = _power_of_two_scale(points)
     if data_scale != 1.0:
         points = points * data_scale
@@ -785,9 +786,12 @@ def laplacian_spectrum(W, n_eigs, random_state=None):
     return eigenvalues, V, residual
 
 
-def build_graph(data, params: GraphParams) -> SpectralGraph:
-    """Build the graph of ``params`` over the node data and its spectrum."""
-    affinity = _affinity(params, data)
+def build_graph(data, params: GraphParams, first_equal=None) -> SpectralGraph:
+    """Build the graph of ``params`` over the node data and its spectrum.
+
+    ``first_equal``, if known, is :func:`first_equal_rows` of the data.
+    """
+    affinity = _affinity(params, data, first_equal)
     W, params = affinity.W, affinity.params
     degrees = np.asarray(W.sum(axis=1)).ravel()
     isolated = int(np.sum(degrees <= 0))
@@ -868,7 +872,8 @@ class GraphCache:
         if key is not None and key in self._store:
             self._store.move_to_end(key)
             return self._store[key]
-        graph = build_graph(nodes.data, params)
+        first_equal = None if params.kernel == "precomputed" else nodes.first_equal
+        graph = build_graph(nodes.data, params, first_equal)
         self.builds += 1
         if key is not None and self.maxsize > 0:
             self._store[key] = graph
