@@ -246,7 +246,8 @@ def _query(scorer, clf, X_pool, n_instances, candidates, batch, random_state):
     """
     rng = check_random_state(random_state)
     pool_nodes = _pool_nodes(clf, X_pool)
-    rows = _candidate_rows(pool_nodes, clf.labeled_nodes_, candidates, n_instances, rng)
+    labeled = clf.node_set_.first_equal[clf.labeled_nodes_]
+    rows = _candidate_rows(pool_nodes, labeled, candidates, n_instances, rng)
     return _choose(
         scorer,
         lambda state, nodes: state.scores(nodes),

@@ -6,6 +6,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.metrics import accuracy_score
@@ -42,6 +43,41 @@ MODELS = ("spectral", "full", "poisson")
 #: Default marker of an unlabeled row in ``y`` (scikit-learn's semi-supervised
 #: convention); see the ``missing_label`` parameter.
 UNLABELED = -1
+
+#: Largest ratio accepted with ``loss="ce"`` between the posterior variance
+#: ``1/tau^2`` of the class mean (the cross-entropy is flat along it, so only
+#: the prior's shift bounds it) and the smallest posterior variances, at most
+#: ``1/(lambda_max + tau^2)`` with ``lambda_max <= 2`` for the normalised
+#: Laplacian (the loss's curvature can only shrink them further). Float64
+#: then keeps about ``-log10(eps * ratio)`` significant digits of the
+#: covariance and of the acquisition scores: at least 6 here. Beyond it
+#: (tau = 1e-9: ratio 2e18) model_change and vopt scores were off by up to
+#: 35,000x and the covariance had eigenvalues of -1.8e4.
+CE_MAX_CONDITION = 1e-6 / np.finfo(float).eps
+
+_TINY, _HUGE = np.finfo(float).tiny, np.finfo(float).max
+
+
+def _check_tau_gamma(loss, tau, gamma):
+    """Refuse a ``tau`` or ``gamma`` that float64 cannot honour (see :data:`CE_MAX_CONDITION`)."""
+    for name, value in (("tau", tau), ("gamma", gamma)):
+        with np.errstate(over="ignore", under="ignore"):
+            square = float(np.float64(value) ** 2)
+        if not _TINY <= square <= _HUGE:
+            raise ValueError(
+                f"{name}={value!r} cannot be honoured: {name}^2 = {square!r} is outside "
+                f"float64's normal range; use {np.sqrt(_TINY):.1e} <= {name} <= "
+                f"{np.sqrt(_HUGE):.1e}."
+            )
+    ratio = 2.0 / tau**2
+    if loss == "ce" and ratio > CE_MAX_CONDITION:
+        raise ValueError(
+            f"tau={tau!r} is too small for loss='ce': the posterior variance 1/tau^2 of the "
+            f"class mean (along which the cross-entropy is flat) is up to 2/tau^2 = "
+            f"{ratio:.1e} times the smallest variances, more than the {CE_MAX_CONDITION:.1e} "
+            f"that float64 holds with 6 significant digits. Use tau >= "
+            f"{np.sqrt(2.0 / CE_MAX_CONDITION):.1e}."
+        )
 
 
 def _is_nan(value) -> bool:
@@ -144,7 +180,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     tau : float or "auto", default="auto"
         Prior shift: the prior precision is ``L + tau^2 I``. "auto" takes the
         paper's value for the loss (0.001 for binary losses, 0.005 for
-        ``mgr`` and ``ce``).
+        ``mgr`` and ``ce``). With ``ce``, at least 2.1e-5 (see Notes).
     gamma : float or "auto", default="auto"
         Scale of the loss. "auto": 0.5, except 0.1 for ``mgr`` (the paper).
     max_iter : int, default=100
@@ -222,9 +258,38 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     labels, clones, and ``GridSearchCV`` over ``loss``/``tau``/``gamma`` on a
     fixed ``nodes`` reuse it. ``skmcal.clear_graph_cache()`` empties it.
 
-    **Prediction.** Rows equal to a node get that node's latent values;
-    other rows are placed by the Nystrom extension of the eigenvectors
-    through their nearest nodes (see :meth:`SpectralGraph.extend`).
+    **Prediction.** Rows equal to a node get that node's latent values.
+    Other rows get the weighted average of the latent values of their
+    ``n_neighbors`` nearest nodes, weighted by the graph's own kernel (see
+    :meth:`~skmcal.graph.SpectralGraph.interpolation_weights`), which
+    ``posterior_cov(X)`` follows too. A row at a numerically zero distance
+    from a node (a float32 copy of it, say) gets that node's values; a row
+    far from every node is extrapolated from its nearest nodes, with a
+    warning.
+
+    **Equal rows are one point.** The graph is built over the distinct rows
+    (so copies never crowd out a point's neighbours nor split the graph),
+    every copy joined to its equal nodes with weight 1; equal nodes get equal
+    latent values. A row equal to several nodes stands for the first of them
+    (with ``nodes=`` given, k copies of a row in one ``fit`` label k equal
+    nodes), and the query strategies of :mod:`skmcal.query` never return a
+    node equal to a labeled one, nor two equal rows in one batch.
+
+    **Components without labels.** Nothing is learned in a connected
+    component of the graph that holds no label: ``fit`` warns with the number
+    of such nodes, and predictions there are fixed, whatever the round-off:
+    latent value 0 (the prior mean), equal class probabilities, and the most
+    frequent labeled class (the first of ``classes_`` on a tie). The same
+    holds for new rows whose neighbours all lie in such components.
+
+    **Floating point.** The data are used at any scale (data beyond
+    ``2^+-64`` are multiplied by an exact power of two before any distance).
+    ``tau`` and ``gamma`` must have squares in float64's normal range, and
+    with ``loss="ce"``, ``tau >= 2.1e-5``: the cross-entropy is flat along
+    the class mean, where the posterior variance is ``1/tau^2``, and a
+    smaller ``tau`` leaves fewer than 6 significant digits of the
+    covariance and of the acquisition scores (see
+    :data:`skmcal.classifier.CE_MAX_CONDITION`).
 
     **Probabilities.** ``predict_proba`` is the model's own likelihood of
     each class at the MAP latent value ``u``, normalised over the classes:
@@ -363,6 +428,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             n_jobs=self.n_jobs,
         )
 
+    def _tau_gamma(self):
+        """``(tau, gamma)`` with "auto" resolved for the loss."""
+        tau, gamma = AUTO_HYPERPARAMETERS[self.loss]
+        tau = tau if self.tau == "auto" else float(self.tau)
+        gamma = gamma if self.gamma == "auto" else float(self.gamma)
+        return tau, gamma
+
     def _resolve_nodes(self, X):
         """The node set and the node index of every row of ``X``."""
         if self.nodes is None:
@@ -399,6 +471,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
+        _check_tau_gamma(self.loss, *self._tau_gamma())
         # y may hold NaN or None as its unlabeled marker: checked here, not by validate_data.
         y = column_or_1d(y, warn=True)
         check_consistent_length(X, y)
@@ -452,9 +525,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             if self.cache
             else build_graph(nodes.data, params)
         )
-        tau, gamma = AUTO_HYPERPARAMETERS[self.loss]
-        tau = tau if self.tau == "auto" else float(self.tau)
-        gamma = gamma if self.gamma == "auto" else float(self.gamma)
+        tau, gamma = self._tau_gamma()
 
         labeled_nodes = node_index[labeled]
         codes = np.searchsorted(classes, labels)
@@ -482,6 +553,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         self.gamma_ = gamma
         self.n_iter_ = posterior.n_iter
         self._fit_signature = signature
+        self._note_unlabeled_components(codes)
         return self
 
     def _fit_model(self, loss, graph, labeled_nodes, codes, n_classes, tau, gamma, previous):
@@ -513,39 +585,68 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         )  # fmt: skip
 
     # -------------------------------------------------------------- predict
-    def _spectral_rows(self, X):
-        """Eigenvector rows of ``X``: exact for nodes, Nystrom for other points."""
+    def _row_weights(self, X):
+        """Weights of the rows of ``X`` over the nodes: a node's own row for
+        rows equal to a node, :meth:`SpectralGraph.interpolation_weights` otherwise."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         index = self.node_set_.lookup(X)
-        rows = np.empty((X.shape[0], self.eigenvalues_.size))
         found = index >= 0
-        rows[found] = self.eigenvectors_[index[found]]
+        n, n_nodes = X.shape[0], self.node_set_.n_nodes
+        weights = sp.csr_matrix(
+            (np.ones(int(found.sum())), (np.flatnonzero(found), index[found])),
+            shape=(n, n_nodes),
+        )
         if not found.all():
-            rows[~found] = self.graph_.extend(X[~found])
-        return rows
+            rest = np.flatnonzero(~found)
+            place = sp.csr_matrix((np.ones(rest.size), (rest, np.arange(rest.size))))
+            place.resize(n, rest.size)
+            weights = weights + place @ self.graph_.interpolation_weights(X[rest])
+        return weights.tocsr()
 
-    def _latent(self, X):
-        """Latent values at the rows of ``X``: a node's own, else extended from the nodes."""
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        index = self.node_set_.lookup(X)
-        found = index >= 0
-        posterior = self.posterior_
-        U = np.empty((X.shape[0],) + posterior.coef.shape[1:])
-        U[found] = posterior.latent(index[found])
-        if not found.all():
-            new = X[~found]
-            if posterior.base is None:
-                U[~found] = self.graph_.extend(new) @ posterior.coef
-            else:
-                affinity = self.graph_._affinity_to_nodes(new)
-                weight = np.asarray(affinity.sum(axis=1)).ravel()
-                weight[weight == 0] = np.inf  # no neighbour with positive affinity: 0
-                U[~found] = (affinity @ posterior.base) / (
-                    weight if posterior.base.ndim == 1 else weight[:, None]
-                )
+    def _spectral_rows(self, X):
+        """Eigenvector rows at ``X``: the rows' weights over the nodes times ``V``."""
+        return np.asarray(self._row_weights(X) @ self.eigenvectors_)
+
+    def _node_latent(self):
+        """Latent values of the nodes; exactly 0 (the prior mean) where no label reaches."""
+        U = self.posterior_.latent(slice(None))
+        if self._unreached is not None:
+            U[self._unreached] = 0.0
         return U
+
+    def _latent_at(self, X):
+        """Latent values at the rows of ``X`` (a weighted average of the nodes'),
+        and which rows no label reaches."""
+        weights = self._row_weights(X)
+        U = weights @ self._node_latent()
+        reached = weights @ self._reached_nodes()
+        return U, reached <= 0
+
+    def _reached_nodes(self):
+        reached = np.ones(self.node_set_.n_nodes)
+        if self._unreached is not None:
+            reached[self._unreached] = 0.0
+        return reached
+
+    def _note_unlabeled_components(self, codes):
+        """Find the nodes in components without a label, warn, fix their prediction."""
+        self._fallback_class = int(np.argmax(np.bincount(codes, minlength=self.classes_.size)))
+        components = self.graph_.component_labels
+        has_label = np.zeros(self.graph_.n_components, dtype=bool)
+        has_label[components[self.labeled_nodes_]] = True
+        unreached = ~has_label[components]
+        self._unreached = unreached if unreached.any() else None
+        if self._unreached is not None:
+            warnings.warn(
+                f"{int(unreached.sum())} of {unreached.size} nodes lie in "
+                f"{int((~has_label).sum())} connected component(s) of the graph without "
+                f"any label. Nothing is learned there: they get the latent value 0 (equal "
+                f"class probabilities) and the most frequent labeled class, "
+                f"{self.classes_[self._fallback_class].tolist()!r}.",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def decision_function(self, X):
         """Latent values at the rows of ``X``.
@@ -561,7 +662,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             with more than two classes: one column per class; with two
             classes, ``u[:, 1] - u[:, 0]`` (scikit-learn's binary convention).
         """
-        U = self._latent(X)
+        U, _ = self._latent_at(X)
         if U.ndim == 2 and U.shape[1] == 2:
             return U[:, 1] - U[:, 0]
         return U
@@ -580,13 +681,14 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, n_classes)
             Rows sum to 1; columns follow ``classes_``.
         """
-        U = self._latent(X)
+        U, _ = self._latent_at(X)
         return self.posterior_.loss.proba(U, self.gamma_)
 
-    def _labels_from_latent(self, U):
-        if U.ndim == 1:
-            return self.classes_[(U > 0).astype(np.intp)]
-        return self.classes_[np.argmax(U, axis=1)]
+    def _labels_from_latent(self, U, unreached=None):
+        codes = (U > 0).astype(np.intp) if U.ndim == 1 else np.argmax(U, axis=1)
+        if unreached is not None:
+            codes[unreached] = self._fallback_class
+        return self.classes_[codes]
 
     def predict(self, X):
         """Predicted class of each row of ``X``.
@@ -599,13 +701,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        return self._labels_from_latent(self._latent(X))
+        return self._labels_from_latent(*self._latent_at(X))
 
     @property
     def transduction_(self):
         """Predicted label of every node of the graph, shape (n_nodes,)."""
         check_is_fitted(self)
-        return self._labels_from_latent(self.posterior_.latent(slice(None)))
+        return self._labels_from_latent(self._node_latent(), self._unreached)
 
     def score(self, X, y):
         """Accuracy on the labeled rows of ``(X, y)``; rows equal to ``missing_label`` are ignored.
@@ -636,7 +738,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         X : {array-like, sparse matrix} of shape (n_samples, n_features) or None
             None: the covariance of the spectral coefficients ``coef_``.
             Otherwise: the covariance of the latent values at the rows of
-            ``X`` (nodes exactly, other points through the Nystrom extension).
+            ``X`` (nodes exactly, other points through the weights over their
+            nearest nodes: ``V_X = interpolation_weights(X) V``).
 
         Returns
         -------

@@ -28,10 +28,10 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from . import __version__
+from .datasets import read_npz
 from .experiment import DATASETS, NEIGHBORS, STRATEGIES, ExperimentResult, run_experiment
 from .losses import LOSSES
 
@@ -80,11 +80,12 @@ def _dataset(text):
 
 
 def _load_npz(path: Path):
-    with np.load(path, allow_pickle=False) as content:
-        missing = [k for k in ("X", "y") if k not in content.files]
-        if missing:
-            raise SystemExit(f"error: {path} has no array(s) {missing}; it holds {content.files}.")
-        return content["X"], content["y"]
+    """Arrays X and y of an .npz file; ValueError for a damaged file or a missing array."""
+    arrays = read_npz(path)
+    missing = [k for k in ("X", "y") if k not in arrays]
+    if missing:
+        raise ValueError(f"{path} has no array(s) {missing}; it holds {sorted(arrays)}.")
+    return arrays["X"], arrays["y"]
 
 
 def format_summary(summary: pd.DataFrame) -> str:
@@ -274,11 +275,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit status: 0, or 2 when the settings are invalid, the data
-        or an optional package (pynndescent) are missing, or ``--out`` holds
-        a run with other settings.
+        The exit status: 0; 2 when the settings or the data are invalid or
+        damaged, the data or an optional package (pynndescent) are missing,
+        ``--out`` cannot be written or holds a run with other settings; 130
+        when interrupted (Ctrl-C), after which the same command resumes.
     """
     args = _build_parser().parse_args(argv)
+    try:
+        return _main(args)
+    except (ValueError, KeyError, ImportError, OSError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+
+
+def _main(args) -> int:
     progress = not args.no_progress
     if args.command == "demo":
         out = args.out or Path(tempfile.mkdtemp(prefix="skmcal-demo-"))

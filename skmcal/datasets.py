@@ -24,6 +24,9 @@ from __future__ import annotations
 
 import gzip
 import os
+import zipfile
+import zlib
+from contextlib import contextmanager
 from math import prod
 from numbers import Integral
 from pathlib import Path
@@ -31,6 +34,7 @@ from typing import BinaryIO
 
 import numpy as np
 from scipy.io import loadmat
+from scipy.io.matlab import MatReadError
 from sklearn.datasets import make_blobs, make_moons
 
 __all__ = [
@@ -238,6 +242,15 @@ def _open_binary(path: Path) -> BinaryIO:
     return gzip.open(path, "rb") if is_gzip else open(path, "rb")
 
 
+@contextmanager
+def _damaged_gzip(path: Path):
+    """Report a corrupt or truncated gzip stream as a ValueError naming the file."""
+    try:
+        yield
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise ValueError(f"{path} is a damaged gzip file ({exc}).") from None
+
+
 def _read_header(f: BinaryIO, path: Path) -> tuple[np.dtype, tuple[int, ...]]:
     magic = f.read(4)
     if len(magic) < 4:
@@ -283,7 +296,7 @@ def read_idx_header(path: PathLike) -> tuple[np.dtype, tuple[int, ...]]:
         If the magic number or the header is not valid IDX.
     """
     path = Path(path)
-    with _open_binary(path) as f:
+    with _open_binary(path) as f, _damaged_gzip(path):
         return _read_header(f, path)
 
 
@@ -339,7 +352,7 @@ def read_idx(path: PathLike, n_samples: int | None = None) -> np.ndarray:
         announces, or (when reading every row) longer.
     """
     path = Path(path)
-    with _open_binary(path) as f:
+    with _open_binary(path) as f, _damaged_gzip(path):
         dtype, shape = _read_header(f, path)
         n_rows = _check_n_samples(n_samples, shape[0], str(path))
         out = np.empty((n_rows,) + shape[1:], dtype=dtype)
@@ -538,6 +551,86 @@ _DATA_KEYS = ("X",)
 _LABEL_KEYS = ("labels", "y")
 
 
+def _read_npy_stream(f: BinaryIO, where: str) -> np.ndarray:
+    """One ``.npy`` array from an open stream; never a pickle, clear errors."""
+    try:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(f)
+    except ValueError as exc:
+        raise ValueError(f"{where} is not an .npy array ({exc}).") from None
+    if dtype.hasobject:
+        raise ValueError(
+            f"{where} holds Python objects (dtype {dtype}), which are never read (loading "
+            "them would run pickled code); save numeric arrays instead."
+        )
+    size = prod(shape) * dtype.itemsize
+    raw = bytearray(size)
+    filled = 0
+    while filled < size:
+        n_read = f.readinto(memoryview(raw)[filled:])
+        if not n_read:
+            raise ValueError(
+                f"{where} is truncated: its header announces shape {shape} of {dtype} "
+                f"({size} bytes), {filled} bytes follow."
+            )
+        filled += n_read
+    return np.frombuffer(raw, dtype=dtype).reshape(shape, order="F" if fortran_order else "C")
+
+
+def _read_npy(path: Path) -> np.ndarray:
+    if not path.is_file():
+        raise FileNotFoundError(f"No such file: {path}")
+    with open(path, "rb") as f:
+        return _read_npy_stream(f, str(path))
+
+
+def read_npz(path: PathLike) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` file, with a clear error for a damaged one.
+
+    Unlike ``numpy.load``, a file that is not a zip archive, a truncated
+    archive or array, and an array of Python objects (never unpickled) each
+    raise a ``ValueError`` that names the file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The ``.npz`` file.
+
+    Returns
+    -------
+    dict of str to ndarray
+        The arrays by name (without the ``.npy`` suffix of their members).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` is not a file.
+    ValueError
+        If the file is damaged or holds something other than numeric arrays.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"No such file: {path}")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(
+            f"{path} is not an .npz file: it is not a zip archive (damaged, truncated, "
+            "or of another format)."
+        )
+    arrays = {}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for member in archive.namelist():
+                name = member[: -len(".npy")] if member.endswith(".npy") else member
+                with archive.open(member) as f:
+                    arrays[name] = _read_npy_stream(f, f"{path}: array {name!r}")
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+        raise ValueError(f"{path} is a damaged .npz file ({exc}).") from None
+    return arrays
+
+
 def _read_arrays(path: Path) -> dict[str, np.ndarray]:
     suffix = path.suffix.lower()
     if suffix == ".mat":
@@ -549,12 +642,13 @@ def _read_arrays(path: Path) -> dict[str, np.ndarray]:
                 "re-save it in MATLAB with save(..., '-v7') or convert it to an .npz file "
                 "with arrays X and labels."
             ) from exc
+        except (ValueError, TypeError, OSError, EOFError, zlib.error, MatReadError) as exc:
+            raise ValueError(f"{path} cannot be read as a MATLAB file ({exc}).") from None
         return {k: v for k, v in content.items() if not k.startswith("__")}
     if suffix == ".npz":
-        with np.load(path, allow_pickle=False) as content:
-            return {k: content[k] for k in content.files}
+        return read_npz(path)
     if suffix == ".npy":
-        return {"": np.load(path, allow_pickle=False)}
+        return {"": _read_npy(path)}
     raise ValueError(f"{path}: unsupported file type {suffix!r}; accepted: .mat, .npz, .npy.")
 
 

@@ -18,7 +18,10 @@ Output folder (when ``out`` is given):
 
 ``results.csv``
     One row per (trial, strategy, iteration): ``trial, iteration, n_labeled,
-    strategy, accuracy, time``. Appended and flushed row by row.
+    strategy, accuracy, time``. Appended and flushed row by row. Equal rows
+    of the data are one point: ``n_labeled`` counts distinct points, the
+    initial labels and the queries are distinct points, and ``accuracy`` is
+    over the nodes equal to no labeled node.
 ``choices.csv``
     The labeled nodes: ``trial, strategy, iteration, node`` (iteration 0:
     the initial labels; iteration ``i``: the nodes queried at round ``i``).
@@ -46,6 +49,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from . import __version__
 from .baselines import BASELINES, db_rkhs, sopt_hf, vopt_hf
@@ -439,14 +443,34 @@ def _resolve_dataset(dataset, n_samples, data_home):
         X, y = load_dataset(dataset, n_samples=n_samples, data_home=data_home)
         return dataset.lower(), X, y, DATASETS[dataset.lower()]
     if isinstance(dataset, Sequence) and len(dataset) == 2:
-        X, y = dataset
+        X, y = _check_pair(*dataset)
         if n_samples is not None:
             X, y = X[:n_samples], y[:n_samples]
-        return "custom", X, np.asarray(y), _CUSTOM_DEFAULTS
+        return "custom", X, y, _CUSTOM_DEFAULTS
     raise ValueError(
         f"dataset must be one of {', '.join(DATASETS)} or an (X, y) pair; got "
         f"{type(dataset).__name__}."
     )
+
+
+def _check_pair(X, y):
+    """A data set given as ``(X, y)``: numeric, finite, 2-D X and 1-D y of as many rows."""
+    if not sp.issparse(X):
+        X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (n_samples, n_features); got shape {X.shape}.")
+    values = X.data if sp.issparse(X) else X
+    if values.dtype.kind not in "biuf":
+        raise ValueError(f"X must hold numbers; got dtype {values.dtype}.")
+    bad = ~np.isfinite(values)
+    if bad.any():
+        raise ValueError(f"X holds {int(bad.sum())} value(s) that are NaN or infinite.")
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D, one label per row of X; got shape {y.shape}.")
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels.")
+    return X, y
 
 
 def _labels_digest(classes, codes):
@@ -477,7 +501,13 @@ def _initial_labels(codes, n_classes, n_initial, seed):
 
 def _read_complete_lines(path: Path) -> list[list[str]]:
     """CSV rows of ``path`` without its header; a last line cut mid-write is dropped."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{path} is not a text file written by run_experiment ({exc}). Use another "
+            "output folder, or delete this one to start over."
+        ) from None
     if text and not text.endswith("\n"):
         text = text[: text.rfind("\n") + 1]
     rows = list(csv.reader(text.splitlines()))
@@ -529,6 +559,27 @@ def _result_fields(row):
     ]
 
 
+def _parse_rows(path: Path, lines: list[list[str]], columns, parse) -> list[dict]:
+    """Parse the rows of a CSV file (after its header); a damaged value names its line.
+
+    Rows with another number of fields are skipped (their run is then
+    incomplete, and redone).
+    """
+    rows = []
+    for number, fields in enumerate(lines, start=2):
+        if len(fields) != len(columns):
+            continue
+        try:
+            rows.append(parse(fields))
+        except ValueError as exc:
+            raise ValueError(
+                f"{path}, line {number}: cannot read {fields} as {list(columns)} ({exc}). "
+                "The file is damaged: delete that line (its run is then redone), or use "
+                "another output folder."
+            ) from None
+    return rows
+
+
 def _parse_choice(row):
     trial, strategy, iteration, node = row
     return {
@@ -568,8 +619,12 @@ def _load_previous(
     if config_path.exists():
         try:
             saved = json.loads(config_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{config_path} is not valid JSON ({exc}).") from exc
+        if not isinstance(saved, dict):
+            raise ValueError(
+                f"{config_path} holds a JSON {type(saved).__name__}, not the settings of a run."
+            )
         _compare_configs(saved, config, config_path)
     elif results_path.exists() or choices_path.exists():
         raise ValueError(
@@ -579,10 +634,10 @@ def _load_previous(
     results, choices = [], []
     if results_path.exists():
         lines = _check_header(results_path, _read_complete_lines(results_path), RESULT_COLUMNS)
-        results = [_parse_result(r) for r in lines if len(r) == len(RESULT_COLUMNS)]
+        results = _parse_rows(results_path, lines, RESULT_COLUMNS, _parse_result)
     if choices_path.exists():
         lines = _check_header(choices_path, _read_complete_lines(choices_path), CHOICE_COLUMNS)
-        choices = [_parse_choice(r) for r in lines if len(r) == len(CHOICE_COLUMNS)]
+        choices = _parse_rows(choices_path, lines, CHOICE_COLUMNS, _parse_choice)
 
     seen: dict[tuple[int, str], list[int]] = {}
     for row in results:
@@ -663,10 +718,23 @@ def _make_progress(progress, total):
     return None
 
 
+def _labeled_points(clf):
+    """Whether each node is labeled, or equal to a labeled node (one point)."""
+    first = clf.node_set_.first_equal
+    labeled = np.zeros(first.size, dtype=bool)
+    labeled[first[clf.labeled_nodes_]] = True
+    return labeled[first]
+
+
+def _n_labeled(clf) -> int:
+    """Distinct points labeled: equal nodes count once."""
+    return int(np.unique(clf.node_set_.first_equal[clf.labeled_nodes_]).size)
+
+
 def _accuracy(clf, codes, name=None):
-    """Accuracy on the unlabeled nodes, in the model of strategy ``name`` (a baseline: its own)."""
-    unlabeled = np.ones(codes.size, dtype=bool)
-    unlabeled[clf.labeled_nodes_] = False
+    """Accuracy on the unlabeled nodes (none equal to a labeled one), in the model
+    of strategy ``name`` (a baseline: its own)."""
+    unlabeled = ~_labeled_points(clf)
     if not unlabeled.any():
         return math.nan
     baseline = BASELINES.get(name)
@@ -853,17 +921,21 @@ def run_experiment(
     if n_initial == "auto":
         n_initial = defaults["n_initial"]
     n_initial = _check_int(n_initial, "n_initial", 1)
-    smallest = int(np.bincount(codes).min())
+    # Equal rows are one point: initial labels are drawn among distinct points
+    # (the first of equal nodes), and every count below is of distinct points.
+    points = pool.first_equal == np.arange(n_nodes)
+    n_points = int(points.sum())
+    smallest = int(np.bincount(codes[points], minlength=n_classes).min())
     if n_initial > smallest:
         raise ValueError(
             f"n_initial={n_initial} labels per class, but the smallest class has {smallest} points."
         )
     n_final = n_initial * n_classes + iterations * batch_size
-    if n_final >= n_nodes:
+    if n_final >= n_points:
         raise ValueError(
             f"{n_initial} x {n_classes} initial labels + {iterations} iterations x "
-            f"{batch_size} queries = {n_final} labels, but there are only {n_nodes} nodes "
-            "(at least one must stay unlabeled)."
+            f"{batch_size} queries = {n_final} labels, but there are only {n_points} "
+            f"distinct points (at least one must stay unlabeled)."
         )
 
     knn = _neighbors_estimator(
@@ -907,7 +979,12 @@ def run_experiment(
     out_path = None
     if out is not None:
         out_path = Path(out)
-        out_path.mkdir(parents=True, exist_ok=True)
+        try:
+            out_path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            files = [p for p in (out_path, *out_path.parents) if p.is_file()]
+            reason = f"{files[0]} is a file" if files else exc.strerror or str(exc)
+            raise ValueError(f"Cannot use {out_path} as the output folder: {reason}.") from None
         results, choices, complete = _load_previous(
             out_path, config, expected, iterations, (n_initial * n_classes, batch_size)
         )
@@ -936,7 +1013,8 @@ def run_experiment(
         )
 
     def initial_labels(trial):
-        return _initial_labels(codes, n_classes, n_initial, _trial_seeds(seed, trial)[0])
+        eligible = np.where(points, codes, -1)  # -1: a copy, never drawn
+        return _initial_labels(eligible, n_classes, n_initial, _trial_seeds(seed, trial)[0])
 
     data = pool.data
     pending = [
@@ -969,7 +1047,7 @@ def run_experiment(
                 {
                     "trial": trial,
                     "iteration": 0,
-                    "n_labeled": int(clf.labeled_nodes_.size),
+                    "n_labeled": _n_labeled(clf),
                     "strategy": spec.label,
                     "accuracy": accuracy,
                     "time": math.nan,
@@ -1000,7 +1078,7 @@ def run_experiment(
                     {
                         "trial": trial,
                         "iteration": iteration,
-                        "n_labeled": int(clf.labeled_nodes_.size),
+                        "n_labeled": _n_labeled(clf),
                         "strategy": spec.label,
                         "accuracy": accuracy,
                         "time": seconds,

@@ -14,13 +14,14 @@ import functools
 import hashlib
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import joblib
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import eigsh
+from scipy.sparse.linalg import norm as sparse_norm
 from sklearn.base import clone
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_array, check_random_state
@@ -37,9 +38,16 @@ EIGSH_TOL = 1e-8
 #: Largest acceptable residual ``||A v - mu v||`` of a computed eigenpair.
 EIGEN_RESIDUAL_TOL = 1e-6
 
-#: Components whose ``|1 - lambda|`` is below this use the neighbour average
-#: instead of the Nystrom formula (which divides by ``1 - lambda``).
-NYSTROM_MIN_GAP = 1e-3
+#: A new point whose nearest node lies within this fraction of the larger of
+#: its Euclidean norm and the node's local scale counts as that node: the
+#: difference is at the level of float32 rounding or of the round-off of the
+#: neighbour search, not a distance between points.
+NODE_MATCH_RTOL = 1e-6
+
+#: A new point whose largest kernel weight to a node is below this lies far
+#: outside the graph (for the self-tuning kernel, some 50 local scales away):
+#: its values are extrapolated from its nearest nodes, with a warning.
+EXTRAPOLATION_MIN_WEIGHT = 1e-8
 
 _HASH_SEED = 20211201
 
@@ -60,6 +68,82 @@ def _as_node_array(X):
     else:
         X = np.ascontiguousarray(X)
     return X
+
+
+def _exact_row_hash(X):
+    """A 64-bit hash of each row's values, equal for equal rows (``-0.0 == 0.0``)."""
+    n, d = X.shape
+    rng = np.random.RandomState(_HASH_SEED)
+    mult = rng.randint(1, 2**62, size=d, dtype=np.int64).astype(np.uint64) * np.uint64(2) + 1
+    if sp.issparse(X):
+        values = np.ascontiguousarray(X.data, dtype=np.float64) + 0.0
+        terms = values.view(np.uint64) * mult[X.indices]
+        out = np.zeros(n, dtype=np.uint64)
+        nonempty = np.diff(X.indptr) > 0
+        if terms.size:
+            out[nonempty] = np.add.reduceat(terms, X.indptr[:-1][nonempty], dtype=np.uint64)
+        return out
+    out = np.empty(n, dtype=np.uint64)
+    chunk = max(1, 2**22 // max(1, d))
+    for start in range(0, n, chunk):
+        bits = (X[start : start + chunk] + 0.0).view(np.uint64)
+        out[start : start + chunk] = (bits * mult).sum(axis=1, dtype=np.uint64)
+    return out
+
+
+def _equal_to_row(X, rows, ref):
+    """Whether each of ``X[rows]`` equals ``X[ref]`` exactly."""
+    a, b = X[rows], X[[ref]]
+    if sp.issparse(X):
+        diff = sp.csr_matrix(a - sp.vstack([b] * rows.size))
+        diff.eliminate_zeros()
+        return np.diff(diff.indptr) == 0
+    return np.all(a == b, axis=1)
+
+
+def first_equal_rows(X) -> np.ndarray:
+    """Index of the first row equal to each row of ``X`` (the row itself if none earlier).
+
+    Rows are compared exactly, by value (``-0.0`` equals ``0.0``; a sparse
+    row equals the dense row of the same values). A 64-bit hash of the
+    values finds the candidates; equal hashes are confirmed row by row.
+
+    Parameters
+    ----------
+    X : ndarray or scipy.sparse.csr_matrix of shape (n_rows, n_features)
+        Finite float64 data, as held by a :class:`NodeSet`.
+
+    Returns
+    -------
+    ndarray of shape (n_rows,)
+        ``first[i] <= i``; ``first[i] == i`` for the first of each group of
+        equal rows (and for a row equal to no other).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skmcal.graph import first_equal_rows
+    >>> first_equal_rows(np.array([[1.0, 2.0], [0.0, 0.0], [1.0, 2.0], [-0.0, 0.0]]))
+    array([0, 1, 0, 1])
+    """
+    n = X.shape[0]
+    first = np.arange(n)
+    h = _exact_row_hash(X)
+    order = np.argsort(h, kind="stable")
+    h = h[order]
+    same = np.flatnonzero(h[1:] == h[:-1])
+    if same.size == 0:
+        return first
+    # Runs of equal hashes: [starts[r], ends[r]) in the sorted order.
+    starts = same[np.r_[True, np.diff(same) > 1]]
+    ends = same[np.r_[np.diff(same) > 1, True]] + 2
+    for lo, hi in zip(starts, ends, strict=True):
+        rows = np.sort(order[lo:hi])
+        while rows.size > 1:
+            equal = _equal_to_row(X, rows, rows[0])
+            first[rows[equal]] = rows[0]
+            rows = rows[~equal]
+    return first
 
 
 class NodeSet:
@@ -108,6 +192,7 @@ class NodeSet:
         self.digest = self._hash(self.data)
         self._index = None
         self.source = self.transformer = None
+        self._first_equal = None
 
     @staticmethod
     def _hash(X):
@@ -130,6 +215,20 @@ class NodeSet:
 
     def __len__(self) -> int:
         return self.n_nodes
+
+    @property
+    def first_equal(self) -> np.ndarray:
+        """Index of the first node equal to each node (see :func:`first_equal_rows`).
+
+        Equal rows are one point: :meth:`lookup` maps a row to the first of
+        its equal nodes, and the query strategies score and return only that
+        one (read-only, computed once).
+        """
+        if getattr(self, "_first_equal", None) is None:
+            first = first_equal_rows(self.data)
+            first.flags.writeable = False
+            self._first_equal = first
+        return self._first_equal
 
     def __getitem__(self, rows):
         """Rows of the node data (so modAL can retrieve queried rows of a NodeSet pool)."""
@@ -233,7 +332,7 @@ class NodeSet:
             )
         sorted_hash, order, scale = self._sorted_index()
         h, qscale = self._row_hash(X)
-        eps = 1e-9 * np.maximum(qscale, scale) + 1e-300
+        eps = 1e-9 * np.maximum(qscale, scale) + np.finfo(float).tiny
         lo = np.searchsorted(sorted_hash, h - eps, side="left")
         hi = np.searchsorted(sorted_hash, h + eps, side="right")
         result = np.full(X.shape[0], -1, dtype=np.intp)
@@ -302,6 +401,9 @@ class SpectralGraph:
 
     Attributes
     ----------
+    params : GraphParams
+        The parameters in effect (``n_neighbors`` and ``scale_neighbor``
+        clipped below the number of distinct points).
     weights : scipy.sparse.csr_matrix of shape (n_nodes, n_nodes)
         Symmetric affinity matrix ``W``.
     degrees : ndarray of shape (n_nodes,)
@@ -314,6 +416,22 @@ class SpectralGraph:
         Connected components of the graph.
     residual : float
         Largest residual ``||L v - lambda v||_2`` of the computed eigenpairs.
+    scales : ndarray of shape (n_nodes,) or None
+        The local scale ``sigma_i`` of each node (Gaussian kernel), in the
+        units of the data; None for the other kernels.
+    index : object
+        The fitted neighbour search over the distinct points (None for
+        ``kernel="precomputed"``).
+    component_labels : ndarray of shape (n_nodes,)
+        The connected component of each node, ``0`` to ``n_components - 1``.
+    point_nodes : ndarray of shape (n_points,) or None
+        The first node of each point of ``index`` when some nodes are equal
+        (None: point ``i`` is node ``i``).
+    node_points : ndarray of shape (n_nodes,) or None
+        The point of ``index`` of each node (None: node ``i`` is point ``i``).
+    data_scale : float
+        The power of two the data is multiplied by before any distance
+        (1.0 unless its magnitude lies outside ``[2^-64, 2^64]``).
     """
 
     params: GraphParams
@@ -325,6 +443,10 @@ class SpectralGraph:
     residual: float
     scales: np.ndarray | None = None
     index: object = field(default=None, repr=False)
+    component_labels: np.ndarray | None = field(default=None, repr=False)
+    point_nodes: np.ndarray | None = field(default=None, repr=False)
+    node_points: np.ndarray | None = field(default=None, repr=False)
+    data_scale: float = 1.0
 
     @property
     def n_nodes(self) -> int:
@@ -341,66 +463,116 @@ class SpectralGraph:
             f"n_components={self.n_components}, residual={self.residual:.1e})"
         )
 
-    def extend(self, X):
-        """Eigenvector values at new points (Nystrom extension).
+    def interpolation_weights(self, X) -> sp.csr_matrix:
+        """Weights of new points over the nodes: values at ``X`` are ``weights @ u``.
 
-        For a point ``x`` with affinities ``w_xj`` to the nodes (its kNN among
-        them, weighted by the graph's own kernel; or the given row of
-        affinities when ``kernel="precomputed"``) and degree ``d_x = sum_j w_xj``:
+        Each row of ``X`` gets the graph's own kernel weights to its
+        ``n_neighbors`` nearest nodes (the Gaussian kernel with the row's own
+        self-tuning scale, or the cosine kernel; with
+        ``kernel="precomputed"``, the row itself, a row of affinities to the
+        nodes), normalised to sum to 1. A function ``u`` on the nodes is so
+        extended by the weighted average of its values at the neighbours, the
+        value that minimises the graph's Dirichlet energy ``sum_j w_xj (u_x -
+        u_j)^2`` of the new point.
 
-            v_i(x) = sum_j w_xj V_ji / sqrt(d_x d_j) / (1 - lambda_i).
+        A row whose nearest node lies at a numerically zero distance (below
+        :data:`NODE_MATCH_RTOL` times the larger of the row's norm and the
+        node's local scale; exact equality with ``kernel="precomputed"``)
+        gets weight 1 on that node alone, so every node's own values are
+        reproduced, also from a float32 copy of the node. Of equal nodes, the
+        first is taken.
 
-        This reproduces ``V`` exactly on a node given its own row of ``W``.
-        Components with ``|1 - lambda_i| < NYSTROM_MIN_GAP`` use the
-        weighted neighbour average ``sum_j w_xj V_ji / d_x`` instead; a point
-        with no positive affinity gets zeros.
+        Gaussian weights are normalised in log space, so a point far from
+        every node still gets weights on its nearest nodes; rows whose
+        largest kernel weight is below :data:`EXTRAPOLATION_MIN_WEIGHT` are
+        counted in a warning. A row with no positive affinity (cosine or
+        precomputed) is a zero row, with a warning.
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_points, n_features)
+        X : array-like or sparse matrix of shape (n_rows, n_features)
 
         Returns
         -------
-        ndarray of shape (n_points, M)
+        scipy.sparse.csr_matrix of shape (n_rows, n_nodes)
+            Non-negative; each row sums to 1 (or is zero).
         """
-        affinity = self._affinity_to_nodes(X)
-        d_x = np.asarray(affinity.sum(axis=1)).ravel()
-        out = np.zeros((X.shape[0], self.eigenvalues.size))
-        has = d_x > 0
-        if not has.any():
-            return out
-        affinity = affinity[has]
-        inv_sqrt_deg = _inverse_sqrt(self.degrees)
-        nystrom = np.asarray(affinity @ (self.eigenvectors * inv_sqrt_deg[:, None]))
-        nystrom /= np.sqrt(d_x[has])[:, None]
-        gap = 1.0 - self.eigenvalues
-        ok = np.abs(gap) >= NYSTROM_MIN_GAP
-        rows = np.empty_like(nystrom)
-        rows[:, ok] = nystrom[:, ok] / gap[ok]
-        if not ok.all():
-            average = np.asarray(affinity @ self.eigenvectors[:, ~ok]) / d_x[has][:, None]
-            rows[:, ~ok] = average
-        out[has] = rows
-        return out
+        if self.params.kernel == "precomputed":
+            weights = self._precomputed_rows(X)
+        else:
+            weights = self._kernel_rows(X)
+        total = np.asarray(weights.sum(axis=1)).ravel()
+        empty = total <= 0
+        if empty.any():
+            warnings.warn(
+                f"{int(empty.sum())} row(s) of X have no positive affinity to any node; "
+                f"nothing is known there (zero weights).",
+                UserWarning,
+                stacklevel=3,
+            )
+        scale = np.divide(1.0, total, out=np.zeros_like(total), where=~empty)
+        return sp.csr_matrix(sp.diags(scale) @ weights)
 
-    def _affinity_to_nodes(self, X):
+    def _precomputed_rows(self, X):
+        affinity = sp.csr_matrix(X, dtype=float)
+        if affinity.shape[1] != self.n_nodes:
+            raise ValueError(
+                f"With kernel='precomputed', X must have one column per node "
+                f"({self.n_nodes}); got {affinity.shape[1]}."
+            )
+        if affinity.nnz and affinity.data.min() < 0:
+            raise ValueError(
+                f"A precomputed affinity must be non-negative; X's smallest entry is "
+                f"{affinity.data.min()}."
+            )
+        return affinity
+
+    def _kernel_rows(self, X):
         p = self.params
-        if p.kernel == "precomputed":
-            affinity = sp.csr_matrix(X, dtype=float)
-            if affinity.shape[1] != self.n_nodes:
-                raise ValueError(
-                    f"With kernel='precomputed', X must have one column per node "
-                    f"({self.n_nodes}); got {affinity.shape[1]}."
-                )
-            return affinity
+        if self.data_scale != 1.0:
+            X = X * self.data_scale
         n_query = max(p.n_neighbors, p.scale_neighbor if p.kernel == "gaussian" else 0)
         dist, ind = _query_neighbors(self.index, X, n_query)
-        weights = _kernel_weights(p, dist, ind, self.scales, own_scales=None)
-        rows = np.repeat(np.arange(X.shape[0]), p.n_neighbors)
-        return sp.csr_matrix(
-            (weights.ravel(), (rows, ind[:, : p.n_neighbors].ravel())),
-            shape=(X.shape[0], self.n_nodes),
+        k, n = p.n_neighbors, X.shape[0]
+        point_scales = None
+        if self.scales is not None:
+            node_scales = self.scales if self.point_nodes is None else self.scales[self.point_nodes]
+            point_scales = node_scales * self.data_scale
+        if p.kernel == "cosine":
+            weights = np.clip(1.0 - dist[:, :k], 0.0, None)
+            tolerance = np.full(n, NODE_MATCH_RTOL)
+        else:
+            own = _local_scales(p, dist)
+            d = dist[:, :k]
+            log_weights = -(d / own[:, None]) * (d / point_scales[ind[:, :k]]) / p.scale_factor
+            top = log_weights.max(axis=1)
+            far = int(np.sum(top < np.log(EXTRAPOLATION_MIN_WEIGHT)))
+            if far:
+                warnings.warn(
+                    f"{far} row(s) of X lie far from every node (largest kernel weight below "
+                    f"{EXTRAPOLATION_MIN_WEIGHT:.0e}): their values are extrapolated from "
+                    f"their nearest nodes.",
+                    UserWarning,
+                    stacklevel=4,
+                )
+            weights = np.exp(log_weights - top[:, None])
+            norms = sparse_norm(X, axis=1) if sp.issparse(X) else np.linalg.norm(X, axis=1)
+            tolerance = NODE_MATCH_RTOL * np.maximum(norms, point_scales[ind[:, 0]])
+        match = dist[:, 0] <= tolerance
+        weights[match] = 0.0
+        rows = np.repeat(np.arange(n), k)
+        n_points = self.n_nodes if self.point_nodes is None else self.point_nodes.size
+        near = sp.csr_matrix((weights.ravel(), (rows, ind[:, :k].ravel())), shape=(n, n_points))
+        nearest = ind[match, 0]
+        if self.node_points is not None:
+            # Equal nodes share a point: a neighbouring point weighs on each of
+            # its nodes, as in W; a matched point gives its first node.
+            near = near[:, self.node_points]
+            nearest = self.point_nodes[nearest]
+        exact = sp.csr_matrix(
+            (np.ones(nearest.size), (np.flatnonzero(match), nearest)), shape=(n, self.n_nodes)
         )
+        return (near + exact).tocsr()
 
 
 def _inverse_sqrt(d):
@@ -505,9 +677,80 @@ def _kernel_weights(params: GraphParams, dist, ind, node_scales, own_scales):
     return np.exp(-(d / own_scales[:, None]) * (d / node_scales[ind[:, :k]]) / params.scale_factor)
 
 
-def _affinity(params: GraphParams, data):
-    """Symmetric affinity ``W`` of the node data, the local scales and the index."""
+#: Node data whose largest magnitude lies outside ``[2^-64, 2^64]`` is
+#: multiplied by a power of two into ``[1/2, 1)`` before any distance. The
+#: product is exact, and so is every distance ratio the kernels use: the graph
+#: is that of the data as given, without overflow or underflow of squared
+#: distances (1e300 or 1e-300 times any data gives the graph of the data).
+_SAFE_MAGNITUDE = (2.0**-64, 2.0**64)
+
+
+def _power_of_two_scale(data) -> float:
+    values = data.data if sp.issparse(data) else data
+    top = float(np.abs(values).max(initial=0.0))
+    if top == 0.0 or _SAFE_MAGNITUDE[0] <= top <= _SAFE_MAGNITUDE[1]:
+        return 1.0
+    return float(np.ldexp(1.0, -int(np.frexp(top)[1])))
+
+
+@dataclass
+class _Affinity:
+    """``W`` and what the out-of-sample extension needs of its construction."""
+
+    W: sp.csr_matrix
+    params: GraphParams
+    scales: np.ndarray | None = None
+    index: object = None
+    point_nodes: np.ndarray | None = None
+    node_points: np.ndarray | None = None
+    data_scale: float = 1.0
+
+
+def _distinct_points(params: GraphParams, data, first=None):
+    """The distinct rows of the node data, and the parameters clipped to their number.
+
+    Returns ``(points, point_nodes, node_points, params)``; the two index
+    arrays are None when every row is distinct.
+    """
     n = data.shape[0]
+    if first is None:
+        first = first_equal_rows(data)
+    point_nodes = np.flatnonzero(first == np.arange(n))
+    n_points = point_nodes.size
+    if n_points < 2:
+        raise ValueError(f"All {n} nodes are equal: a graph needs at least 2 distinct points.")
+    needed = max(params.n_neighbors, params.scale_neighbor if params.kernel == "gaussian" else 0)
+    if needed >= n_points:
+        clipped = replace(
+            params,
+            n_neighbors=min(params.n_neighbors, n_points - 1),
+            scale_neighbor=min(params.scale_neighbor, n_points - 1),
+        )
+        warnings.warn(
+            f"The {n} nodes hold only {n_points} distinct points: n_neighbors="
+            f"{params.n_neighbors} and scale_neighbor={params.scale_neighbor} must be below "
+            f"that; using n_neighbors={clipped.n_neighbors} and scale_neighbor="
+            f"{clipped.scale_neighbor}.",
+            UserWarning,
+            stacklevel=4,
+        )
+        params = clipped
+    if n_points == n:
+        return data, None, None, params
+    position = np.empty(n, dtype=np.intp)
+    position[point_nodes] = np.arange(n_points)
+    return data[point_nodes], point_nodes, position[first], params
+
+
+def _affinity(params: GraphParams, data, first_equal=None) -> _Affinity:
+    """Symmetric affinity ``W`` of the node data, with its scales and neighbour index.
+
+    Equal nodes are one point: the kNN search runs over the distinct points
+    (so copies never crowd out a point's neighbours, nor give zero local
+    scales), and ``W`` is that of the distinct points with every point
+    replaced by its copies, joined to each other with weight 1 (the kernel
+    at distance 0) and each joined to every copy of the point's neighbours.
+    """
     if params.kernel == "precomputed":
         W = sp.csr_matrix(data)
         if W.shape[0] != W.shape[1]:
@@ -520,14 +763,29 @@ def _affinity(params: GraphParams, data):
                 f"A precomputed affinity must be non-negative; its smallest entry "
                 f"is {W.data.min()}."
             )
-        return ((W + W.T) * 0.5).tocsr(), None, None
+        return _Affinity(((W + W.T) * 0.5).tocsr(), params)
+    points, point_nodes, node_points, params = _distinct_points(params, data, first_equal)
+    data_scale = _power_of_two_scale(points)
+    if data_scale != 1.0:
+        points = points * data_scale
     n_query = max(params.n_neighbors, params.scale_neighbor if params.kernel == "gaussian" else 0)
-    index, dist, ind = _node_neighbors(params, data, n_query)
+    index, dist, ind = _node_neighbors(params, points, n_query)
     scales = _local_scales(params, dist) if params.kernel == "gaussian" else None
     weights = _kernel_weights(params, dist, ind, scales, scales)
-    rows = np.repeat(np.arange(n), params.n_neighbors)
-    W = sp.csr_matrix((weights.ravel(), (rows, ind[:, : params.n_neighbors].ravel())), shape=(n, n))
-    return ((W + W.T) * 0.5).tocsr(), scales, index
+    m = points.shape[0]
+    rows = np.repeat(np.arange(m), params.n_neighbors)
+    W = sp.csr_matrix((weights.ravel(), (rows, ind[:, : params.n_neighbors].ravel())), shape=(m, m))
+    W = ((W + W.T) * 0.5).tocsr()
+    if node_points is not None:
+        n = node_points.size
+        P = sp.csr_matrix((np.ones(n), (np.arange(n), node_points)), shape=(n, m))
+        W = (P @ W @ P.T + P @ P.T - sp.identity(n, format="csr")).tocsr()
+        W.eliminate_zeros()
+        if scales is not None:
+            scales = scales[node_points]
+    if scales is not None and data_scale != 1.0:
+        scales = scales / data_scale
+    return _Affinity(W, params, scales, index, point_nodes, node_points, data_scale)
 
 
 def laplacian_spectrum(W, n_eigs, random_state=None):
@@ -569,9 +827,13 @@ def laplacian_spectrum(W, n_eigs, random_state=None):
     return eigenvalues, V, residual
 
 
-def build_graph(data, params: GraphParams) -> SpectralGraph:
-    """Build the graph of ``params`` over the node data and its spectrum."""
-    W, scales, index = _affinity(params, data)
+def build_graph(data, params: GraphParams, first_equal=None) -> SpectralGraph:
+    """Build the graph of ``params`` over the node data and its spectrum.
+
+    ``first_equal``, if known, is :func:`first_equal_rows` of the data.
+    """
+    affinity = _affinity(params, data, first_equal)
+    W, params = affinity.W, affinity.params
     degrees = np.asarray(W.sum(axis=1)).ravel()
     isolated = int(np.sum(degrees <= 0))
     if isolated:
@@ -581,7 +843,17 @@ def build_graph(data, params: GraphParams) -> SpectralGraph:
             UserWarning,
             stacklevel=3,
         )
-    n_components = int(connected_components(W, directed=False)[0])
+    n_components, component_labels = connected_components(W, directed=False)
+    n_components = int(n_components)
+    if 1 < n_components and params.n_eigs <= n_components:
+        warnings.warn(
+            f"The graph has {n_components} connected components, at least as many as the "
+            f"n_eigs={params.n_eigs} eigenpairs kept: the spectrum holds nothing but "
+            f"constants on components, and labels do not spread within or between them. "
+            f"Increase n_neighbors (or n_eigs).",
+            UserWarning,
+            stacklevel=3,
+        )
     eigenvalues, V, residual = laplacian_spectrum(W, params.n_eigs, params.random_state)
     if residual > EIGEN_RESIDUAL_TOL:
         warnings.warn(
@@ -590,7 +862,11 @@ def build_graph(data, params: GraphParams) -> SpectralGraph:
             UserWarning,
             stacklevel=3,
         )
-    for arr in (eigenvalues, V, degrees):
+    component_labels = component_labels.astype(np.intp)
+    extras = [
+        a for a in (affinity.scales, affinity.point_nodes, affinity.node_points) if a is not None
+    ]
+    for arr in (eigenvalues, V, degrees, component_labels, *extras):
         arr.flags.writeable = False
     return SpectralGraph(
         params=params,
@@ -600,8 +876,12 @@ def build_graph(data, params: GraphParams) -> SpectralGraph:
         eigenvectors=V,
         n_components=n_components,
         residual=residual,
-        scales=scales,
-        index=index,
+        scales=affinity.scales,
+        index=affinity.index,
+        component_labels=component_labels,
+        point_nodes=affinity.point_nodes,
+        node_points=affinity.node_points,
+        data_scale=affinity.data_scale,
     )
 
 
@@ -633,7 +913,8 @@ class GraphCache:
         if key is not None and key in self._store:
             self._store.move_to_end(key)
             return self._store[key]
-        graph = build_graph(nodes.data, params)
+        first_equal = None if params.kernel == "precomputed" else nodes.first_equal
+        graph = build_graph(nodes.data, params, first_equal)
         self.builds += 1
         if key is not None and self.maxsize > 0:
             self._store[key] = graph

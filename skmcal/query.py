@@ -9,7 +9,10 @@ where ``learner`` is a modAL learner wrapping a fitted
 ``indices`` index rows of ``X_pool`` and ``scores`` are the acquisition values
 of those rows (larger is better). ``X_pool`` is the whole node set (an array,
 or the :class:`~skmcal.NodeSet` itself, which skips the row look-up) or any
-subset of its rows; labeled nodes are never returned.
+subset of its rows; labeled nodes are never returned. Equal rows are
+one point: a strategy scores the first of equal nodes only, never returns a
+node equal to a labeled one, and never returns two equal rows in one batch
+(of rows of ``X_pool`` on one node, the first stands for all).
 
 Options
 -------
@@ -60,12 +63,12 @@ def _classifier(learner) -> SpectralGraphClassifier:
 
 
 def _pool_nodes(clf: SpectralGraphClassifier, X_pool):
-    """Node index of every row of ``X_pool``."""
+    """Node of every row of ``X_pool``: of equal nodes, the first (one point, one node)."""
     nodes = clf.node_set_
     if isinstance(X_pool, NodeSet):
         if X_pool is not nodes and X_pool.digest != nodes.digest:
             raise ValueError("X_pool is a NodeSet other than the classifier's nodes.")
-        return np.arange(nodes.n_nodes)
+        return nodes.first_equal
     if hasattr(X_pool, "iloc") or not sp.issparse(X_pool):
         X_pool = np.asarray(X_pool, dtype=np.float64)
     if X_pool.ndim != 2:
@@ -82,10 +85,16 @@ def _pool_nodes(clf: SpectralGraphClassifier, X_pool):
 
 
 def _candidate_rows(pool_nodes, labeled_nodes, candidates, n_instances, rng):
-    """Rows of ``X_pool`` to score: unlabeled, then subsampled as asked."""
+    """Rows of ``X_pool`` to score: unlabeled, one per node, then subsampled as asked.
+
+    ``labeled_nodes`` are first nodes of their equal nodes, as ``pool_nodes``
+    are; of the rows of ``X_pool`` on one node, only the first is kept.
+    """
     labeled = np.zeros(pool_nodes.max(initial=0) + 1, dtype=bool)
     labeled[labeled_nodes[labeled_nodes < labeled.size]] = True
-    unlabeled = np.flatnonzero(~labeled[pool_nodes])
+    fresh = ~labeled[pool_nodes]
+    unlabeled = np.unique(pool_nodes[fresh], return_index=True)[1]
+    unlabeled = np.sort(np.flatnonzero(fresh)[unlabeled])
     if candidates is None:
         rows = unlabeled
     elif isinstance(candidates, (Real, Integral)) and not isinstance(candidates, bool):
@@ -113,10 +122,12 @@ def _candidate_rows(pool_nodes, labeled_nodes, candidates, n_instances, rng):
                 f"candidates holds row indices outside X_pool's {pool_nodes.size} rows."
             )
         rows = np.unique(rows % pool_nodes.size)
-        rows = rows[np.isin(rows, unlabeled)]
+        rows = rows[fresh[rows]]
+        rows = np.sort(rows[np.unique(pool_nodes[rows], return_index=True)[1]])
     if n_instances > rows.size:
         raise ValueError(
-            f"n_instances={n_instances} exceeds the {rows.size} unlabeled candidate rows of X_pool."
+            f"n_instances={n_instances} exceeds the {rows.size} unlabeled candidate rows of "
+            f"X_pool (rows equal to each other count once)."
         )
     return rows
 
@@ -161,7 +172,8 @@ def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_st
     clf = _classifier(learner)
     rng = check_random_state(random_state)
     pool_nodes = _pool_nodes(clf, X_pool)
-    rows = _candidate_rows(pool_nodes, clf.labeled_nodes_, candidates, n_instances, rng)
+    labeled = clf.node_set_.first_equal[clf.labeled_nodes_]
+    rows = _candidate_rows(pool_nodes, labeled, candidates, n_instances, rng)
     posterior = clf.posterior_
     screened = score_fn in _SCREENED
     if screened and batch == "greedy" and n_instances > 1:

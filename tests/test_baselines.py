@@ -64,8 +64,9 @@ def _pool(n_classes=2):
 
 
 def _all_scores(strategy, clf, pool, **options):
-    """Score of every unlabeled node, by node index."""
-    n_unlabeled = pool.n_nodes - clf.labeled_nodes_.size
+    """Score of every unlabeled point (equal nodes are one, the first), by node index."""
+    first = pool.first_equal
+    n_unlabeled = np.setdiff1d(np.unique(first), first[clf.labeled_nodes_]).size
     rows, scores = strategy(clf, pool, n_unlabeled, **options)
     return dict(zip(rows.tolist(), scores, strict=True))
 
@@ -212,7 +213,7 @@ def test_db_rkhs_sparse_node_data_matches_dense():
     np.testing.assert_allclose([sparse[k] for k in dense], list(dense.values()), rtol=1e-6)
 
 
-def test_db_rkhs_scores_zero_at_a_duplicate_of_a_labeled_point():
+def test_db_rkhs_never_scores_a_duplicate_of_a_labeled_point():
     X, y_true, labeled = _blobs(2)
     X = np.vstack([X, X[labeled[0]]])  # an unlabeled copy of a labeled point
     y_true = np.append(y_true, y_true[labeled[0]])
@@ -225,10 +226,8 @@ def test_db_rkhs_scores_zero_at_a_duplicate_of_a_labeled_point():
         for norm in ("data", "rkhs"):
             scores = _all_scores(db_rkhs, clf, pool, labels=y_true[labeled], h=1.0, norm=norm)
             assert np.isfinite(list(scores.values())).all()
-        # In the RKHS norm the copy keeps the current norm, the smallest possible.
-        assert scores[copy] == pytest.approx(min(scores.values()))
-    data_scores = _all_scores(db_rkhs, clf, pool, labels=y_true[labeled], h=1.0)
-    assert data_scores[copy] == 0.0
+            # equal rows are one point: the copy is labeled with it, never a candidate
+            assert copy not in scores and len(scores) == X.shape[0] - 1 - labeled.size
 
 
 def test_rkhs_transduction_is_the_sign_of_the_interpolant():

@@ -221,12 +221,11 @@ def test_many_duplicates_of_a_point_give_finite_results():
     assert np.mean(clf.predict(X_new) == y_new) > 0.95
 
 
-def test_all_neighbours_coincide_raises_clear_error():
-    # Two distinct points, 20 copies each: every kNN distance is 0.
-    X = np.repeat([[0.0, 0.0], [1.0, 1.0]], 20, axis=0)
-    y = np.full(40, -1)
-    y[[0, 20]] = [0, 1]
-    with pytest.raises(ValueError, match="every kNN distance is 0"):
+def test_all_nodes_equal_raises_clear_error():
+    X = np.repeat([[1.0, 1.0]], 20, axis=0)
+    y = np.full(20, -1)
+    y[[0, 1]] = [0, 1]
+    with pytest.raises(ValueError, match="All 20 nodes are equal"):
         SpectralGraphClassifier(n_eigs=10).fit(X, y)
 
 
@@ -557,14 +556,15 @@ def test_out_of_sample_points_are_predicted_accurately(loss):
     assert_array_equal(clf.classes_[(decision > 0).astype(int)], clf.predict(X_new))
 
 
-def test_nystrom_extension_reproduces_the_eigenvectors_at_nodes():
+def test_out_of_sample_values_are_weighted_averages_of_the_nodes():
     X, _, y = moons()
-    clf = SpectralGraphClassifier(n_eigs=20).fit(X, y)
-    W = clf.graph_.weights
-    # extend() on a node's own row of W reproduces its eigenvector row
-    # (components with 1 - lambda near 0 excepted: none among the bottom 20).
-    precomputed = SpectralGraphClassifier(kernel="precomputed", n_eigs=20).fit(W, y)
-    assert_allclose(precomputed.graph_.extend(W[:10]), precomputed.eigenvectors_[:10], atol=1e-10)
+    W = SpectralGraphClassifier(n_eigs=20).fit(X, y).graph_.weights
+    precomputed = SpectralGraphClassifier("gr", kernel="precomputed", n_eigs=20).fit(W, y)
+    rows = 2.0 * W[:10].toarray()  # rows of affinities that are not node rows
+    u = precomputed.eigenvectors_ @ precomputed.coef_
+    expected = rows @ u / rows.sum(axis=1)
+    assert_allclose(precomputed.decision_function(rows), expected, rtol=1e-12, atol=1e-14)
+    assert_allclose(precomputed.decision_function(W[:10]), u[:10], rtol=1e-12, atol=1e-14)
 
 
 # ------------------------------------------------ constructor parameters

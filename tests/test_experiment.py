@@ -359,7 +359,7 @@ def test_invalid_settings():
         run_experiment(strategies=["mc"], batch_size=0, progress=False)
     with pytest.raises(ValueError, match="candidates as a float"):
         run_experiment(strategies=["mc"], candidates=1.5, progress=False)
-    with pytest.raises(ValueError, match="only 760 nodes"):
+    with pytest.raises(ValueError, match="only 760 distinct points"):
         run_experiment(strategies=["mc"], iterations=200, batch_size=5, progress=False)
     with pytest.raises(ValueError, match="Unknown data set"):
         run_experiment("mnist-train", progress=False)

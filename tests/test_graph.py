@@ -205,79 +205,165 @@ def test_precomputed_affinity_is_symmetrised():
     np.testing.assert_allclose(g.eigenvalues, lam, atol=1e-10)
 
 
-def test_duplicate_points_get_a_positive_scale():
-    """sigma_i = 0 (duplicates) is floored: smallest positive neighbour distance, no warning."""
+def test_equal_rows_are_one_point_of_the_graph():
+    """The graph of rows with copies: that of the distinct points, every point
+    replaced by its copies (joined with weight 1, the kernel at distance 0) and
+    joined to every copy of its neighbours; no zero scale, no extra component."""
     rng = np.random.RandomState(9)
-    X = np.vstack([np.zeros((4, 2)), rng.randn(12, 2) + 3])
+    points = np.vstack([rng.randn(12, 2), rng.randn(12, 2) + 3])
+    copies = np.array([1, 3, 1, 6] * 6)  # how often each point occurs
+    node_points = rng.permutation(np.repeat(np.arange(24), copies))
+    X = points[node_points]
+    k, sn, s = 5, 3, 3.0
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        g = build_graph(X, _params("gaussian", n_neighbors=5, scale_neighbor=3, n_eigs=4))
-    assert np.all(np.isfinite(g.weights.data)) and np.all(g.scales > 0)
-    D = _distances(X, X)
-    for i in range(4):  # each duplicate: its 5 neighbours are 3 copies (d=0) and 2 others
-        others = np.sort(D[i, 4:])
-        assert g.scales[i] == pytest.approx(others[0], rel=1e-12)
+        g = build_graph(X, _params("gaussian", k, sn, s, n_eigs=4))
+    W_points, sigma = _hand_gaussian(points, k, sn, s)
+    same = node_points[:, None] == node_points[None, :]
+    W = W_points[node_points][:, node_points] + same - np.eye(X.shape[0])
+    np.testing.assert_allclose(g.weights.toarray(), W, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(g.scales, sigma[node_points], rtol=1e-12)
+    assert g.n_components == build_graph(points, _params("gaussian", k, sn, s)).n_components
+    # equal nodes get equal eigenvector rows (the bottom of the spectrum
+    # never separates copies, whose own modes have eigenvalues above 1)
+    V = g.eigenvectors
+    for p in range(24):
+        rows = V[node_points == p]
+        np.testing.assert_allclose(rows, np.broadcast_to(rows[0], rows.shape), atol=1e-10)
+
+
+def test_copies_of_two_blobs_keep_the_graph_of_the_blobs():
+    """Issue 10: 2 blobs of 40 points copied 6 times gave 12 components."""
+    rng = np.random.RandomState(0)
+    blobs = np.vstack([rng.randn(40, 2), rng.randn(40, 2) + 4])
+    once = build_graph(blobs, _params(n_neighbors=10, scale_neighbor=5))
+    six = build_graph(np.vstack([blobs] * 6), _params(n_neighbors=10, scale_neighbor=5))
+    assert six.n_components == once.n_components
+    np.testing.assert_allclose(six.scales, np.tile(once.scales, 6), rtol=1e-12)
+    np.testing.assert_allclose(six.eigenvalues[: once.n_components], 0.0, atol=1e-10)
+
+
+def test_first_equal_rows_dense_and_sparse():
+    rng = np.random.RandomState(1)
+    X = rng.randint(0, 3, size=(60, 4)).astype(float)
+    X[5] = -0.0 * X[5]  # -0.0 equals 0.0
+    expected = np.array([np.flatnonzero((X == X[i]).all(axis=1))[0] for i in range(60)])
+    np.testing.assert_array_equal(graph_module.first_equal_rows(X), expected)
+    S = sp.csr_matrix(X)
+    S.data[S.data == 1.0] = 1.0  # keep the structure; explicit zeros must not matter
+    np.testing.assert_array_equal(graph_module.first_equal_rows(S), expected)
+
+
+def test_too_few_distinct_points_clip_the_neighbours_with_a_warning():
+    X = np.repeat([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]], 10, axis=0)
+    with pytest.warns(UserWarning, match="only 3 distinct points"):
+        g = build_graph(X, _params(n_neighbors=5, scale_neighbor=3, n_eigs=3))
+    assert (g.params.n_neighbors, g.params.scale_neighbor) == (2, 2)
+    assert g.n_components == 1
+
+
+@pytest.mark.parametrize("factor", [1e300, 1e-300, 2.0**70])
+@pytest.mark.parametrize("kernel", ["gaussian", "cosine"])
+def test_the_graph_does_not_depend_on_the_scale_of_the_data(factor, kernel):
+    X = np.random.RandomState(2).randn(40, 3)
+    g = build_graph(X, _params(kernel))
+    scaled = build_graph(X * factor, _params(kernel))
+    # a power of two is exact; other factors round the data (relative 1e-16)
+    np.testing.assert_allclose(scaled.weights.toarray(), g.weights.toarray(), rtol=1e-9, atol=0)
+    np.testing.assert_allclose(scaled.eigenvalues, g.eigenvalues, atol=1e-9)
+    new = np.random.RandomState(3).randn(5, 3)
+    np.testing.assert_allclose(
+        scaled.interpolation_weights(new * factor).toarray(),
+        g.interpolation_weights(new).toarray(),
+        rtol=1e-9,
+        atol=1e-300,
+    )
+
+
+def test_many_components_warn():
+    X = np.repeat(np.arange(12.0)[:, None] * 100, 3, axis=0) + np.tile([[0.0], [1], [2]], (12, 1))
+    with pytest.warns(UserWarning, match="12 connected components, .* the n_eigs=8"):
+        build_graph(X, _params(n_neighbors=2, scale_neighbor=2, n_eigs=8))
 
 
 # ================================================================ extension
-def test_nystrom_reproduces_eigenvectors_on_precomputed_rows():
-    W = _random_graph(30, seed=10, density=0.3)
-    g = build_graph(W, _params("precomputed", n_eigs=N_EIGS))
-    assert np.max(g.eigenvalues) < 1 - 10 * graph_module.NYSTROM_MIN_GAP
-    np.testing.assert_allclose(g.extend(W), g.eigenvectors, rtol=0, atol=1e-11)
-    np.testing.assert_allclose(g.extend(sp.csr_matrix(W[[3, 17]])), g.eigenvectors[[3, 17]],
-                               rtol=0, atol=1e-11)
-    # the same through the classifier: rows of affinities that are not node rows
-    y = np.full(30, -1)
-    y[[0, 1, 2, 15, 16]] = [0, 0, 0, 1, 1]
-    clf = SpectralGraphClassifier("gr", kernel="precomputed", n_eigs=N_EIGS,
-                                  cache=False).fit(W, y)
-    # a row scaled by c is no node row; by the formula its values scale by sqrt(c)
-    scaled = 2.0 * W[[4, 9]]
-    np.testing.assert_allclose(clf.decision_function(scaled),
-                               np.sqrt(2.0) * clf.eigenvectors_[[4, 9]] @ clf.coef_, atol=1e-10)
-
-
-def test_nystrom_of_new_points_by_hand():
-    rng = np.random.RandomState(11)
-    X = np.vstack([rng.randn(25, 2), rng.randn(25, 2) + 4])
-    k, sn, s = 6, 4, 3.0
-    g = build_graph(X, _params("gaussian", k, sn, s, n_eigs=N_EIGS))
+def _hand_interpolation(g, X, new, k, sn, s):
     W, sigma = _hand_gaussian(X, k, sn, s)
-    d = W.sum(axis=1)
-    new = rng.rand(7, 2) * 6 - 1
-    V, lam = g.eigenvectors, g.eigenvalues
-    expected = np.empty((new.shape[0], N_EIGS))
+    out = np.zeros((new.shape[0], X.shape[0]))
     for r, x in enumerate(new):
         dist = _distances(x[None], X)[0]
         nn = np.argsort(dist)
         sigma_x = dist[nn[sn - 1]]
-        w = np.zeros(X.shape[0])
-        w[nn[:k]] = np.exp(-dist[nn[:k]] ** 2 / (s * sigma_x * sigma[nn[:k]]))
-        expected[r] = (w / np.sqrt(d)) @ V / np.sqrt(w.sum()) / (1 - lam)
-    np.testing.assert_allclose(g.extend(new), expected, rtol=1e-10, atol=1e-12)
+        out[r, nn[:k]] = np.exp(-dist[nn[:k]] ** 2 / (s * sigma_x * sigma[nn[:k]]))
+        out[r] /= out[r].sum()
+    return out
 
 
-def test_nystrom_of_a_near_duplicate_is_near_its_node():
-    """Near, not equal: a point 1e-7 from node i counts node i as a neighbour of
-    weight ~1 (the graph has no self-loops) and its own kNN row is not the
-    symmetrised row of W, so Nystrom gives V[i] only approximately (the error grows
-    like 1 / (1 - lambda)). It is still much nearer V[i] than other nodes are.
-    """
-    rng = np.random.RandomState(12)
+def test_interpolation_weights_of_new_points_by_hand():
+    rng = np.random.RandomState(11)
     X = np.vstack([rng.randn(25, 2), rng.randn(25, 2) + 4])
-    y = np.full(50, -1)
-    y[[0, 1, 2, 25, 26, 27]] = [0, 0, 0, 1, 1, 1]
-    clf = SpectralGraphClassifier("gr", n_eigs=N_EIGS, cache=False).fit(X, y)
-    V = clf.eigenvectors_
-    near = X + 1e-7
-    ext = clf.graph_.extend(near)
-    for i in range(50):
-        own = np.linalg.norm(ext[i] - V[i])
-        others = np.delete(np.linalg.norm(V - V[i], axis=1), i)
-        assert own < 0.6 * np.median(others)
-    # continuity away from the nodes: halving the perturbation barely moves the values
-    np.testing.assert_allclose(clf.graph_.extend(X + 5e-8), ext, atol=1e-5)
-    u = clf.decision_function(X)
-    confident = np.abs(u) > 0.3 * np.abs(u).max()
-    np.testing.assert_array_equal(clf.predict(near)[confident], clf.predict(X)[confident])
+    k, sn, s = 6, 4, 3.0
+    g = build_graph(X, _params("gaussian", k, sn, s, n_eigs=N_EIGS))
+    new = rng.rand(7, 2) * 6 - 1
+    weights = g.interpolation_weights(new)
+    assert sp.isspmatrix_csr(weights) and weights.shape == (7, 50)
+    np.testing.assert_allclose(weights.toarray(), _hand_interpolation(g, X, new, k, sn, s),
+                               rtol=1e-10, atol=1e-15)
+
+
+def test_interpolation_reproduces_the_nodes_and_their_float32_copies():
+    rng = np.random.RandomState(12)
+    X = np.vstack([rng.randn(25, 2), rng.randn(25, 2) + 4]) * 3.3
+    g = build_graph(X, _params(n_eigs=N_EIGS))
+    for rows in (X, X + 1e-12, X.astype(np.float32).astype(float), X * (1 + 1e-9)):
+        np.testing.assert_array_equal(g.interpolation_weights(rows).toarray(), np.eye(50))
+    # a true new point near a node: its kNN average, continuous as it moves
+    near = X + 1e-3
+    w1, w2 = g.interpolation_weights(near), g.interpolation_weights(X + 1.01e-3)
+    assert np.all(w1.getnnz(axis=1) == 5)
+    np.testing.assert_allclose(w1.toarray(), w2.toarray(), atol=1e-3)
+
+
+def test_interpolation_of_precomputed_rows_normalises_them():
+    W = _random_graph(30, seed=10, density=0.3)
+    g = build_graph(W, _params("precomputed", n_eigs=N_EIGS))
+    rows = 2.5 * W[[3, 17]]
+    np.testing.assert_allclose(g.interpolation_weights(rows).toarray(),
+                               rows / rows.sum(axis=1, keepdims=True), rtol=1e-14)
+    with pytest.warns(UserWarning, match="1 row.* no positive affinity"):
+        zero = g.interpolation_weights(np.zeros((1, 30)))
+    assert zero.nnz == 0
+    with pytest.raises(ValueError, match="one column per node"):
+        g.interpolation_weights(np.ones((1, 29)))
+    with pytest.raises(ValueError, match="non-negative"):
+        g.interpolation_weights(-np.ones((1, 30)))
+
+
+def test_interpolation_far_from_every_node_warns_and_uses_the_nearest_nodes():
+    rng = np.random.RandomState(13)
+    X = rng.randn(40, 2)
+    g = build_graph(X, _params(n_eigs=N_EIGS))
+    far = np.array([[1e4, 0.0]])
+    with pytest.warns(UserWarning, match="1 row.* far from every node"):
+        weights = g.interpolation_weights(far).toarray()[0]
+    assert weights.sum() == pytest.approx(1.0)
+    nearest = np.argsort(np.linalg.norm(X - far, axis=1))[:5]  # n_neighbors=5
+    assert set(np.flatnonzero(weights)) <= set(nearest.tolist())
+
+
+def test_interpolation_with_copies_weighs_every_copy():
+    rng = np.random.RandomState(14)
+    points = rng.randn(30, 2)
+    node_points = np.r_[np.arange(30), [4, 4, 9]]  # nodes 30, 31 copy point 4; 32 copies 9
+    X = points[node_points]
+    k, sn, s = 5, 3, 3.0
+    g = build_graph(X, _params("gaussian", k, sn, s))
+    new = rng.randn(6, 2)
+    by_point = _hand_interpolation(None, points, new, k, sn, s)
+    expected = by_point[:, node_points]
+    expected /= expected.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(g.interpolation_weights(new).toarray(), expected, rtol=1e-10,
+                               atol=1e-15)
+    # an exact copy of a duplicated point: its first node alone
+    exact = g.interpolation_weights(points[[4, 9]]).toarray()
+    np.testing.assert_array_equal(exact, np.eye(33)[[4, 9]])
