@@ -101,6 +101,8 @@ def _pcg(apply_a, apply_m, b, x, atol, max_iter):
         cols, r, p, rz = cols[going], r[:, going], p[:, going], rz[going]
         z = apply_m(r)
         rz_new = np.einsum("ij,ij->j", r, z)
+        if not np.all(rz_new > 0):  # preconditioner not positive definite here: give up
+            return x, total, False
         p = z + (rz_new / rz) * p
         rz = rz_new
     return x, total, False
@@ -124,7 +126,10 @@ class LaplacianSolver:
       keeps their spectral equivalence, so the correction is as good a
       preconditioner as a new hierarchy;
     - the hierarchy is rebuilt when an entry fell below it by more than the
-      slack or more than :data:`MAX_LOW_RANK` nodes would need a correction.
+      slack, when more than :data:`MAX_LOW_RANK` nodes would need a
+      correction, or when the shift seen by the smoothest mode ``D^1/2 1``
+      (on which ``L`` vanishes: ``d'shift``) changed by more than the slack
+      (a new ``tau``; a singular system after a shifted one).
 
     Parameters
     ----------
@@ -183,6 +188,12 @@ class LaplacianSolver:
     def _prepare(self, shift):
         """Make the preconditioner fit ``L + diag(shift)`` (see the class notes)."""
         if self._hierarchy is None or self._base_shift.shape != shift.shape:
+            self._build(shift)
+            return
+        # The smoothest mode, D^1/2 1, is seen by the shift alone (L vanishes on it).
+        weighted, new_weighted = self.degrees @ self._effective_shift, self.degrees @ shift
+        smooth = new_weighted / weighted if weighted > 0 else (1.0 if new_weighted == 0 else np.inf)
+        if not 1.0 / DIAGONAL_SLACK <= smooth <= DIAGONAL_SLACK:
             self._build(shift)
             return
         ratio = (1.0 + shift) / (1.0 + self._effective_shift)
