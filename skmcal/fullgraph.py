@@ -403,7 +403,7 @@ def fit_full_graph(
     >>> fit = fit_full_graph(LOSSES["gr"], W, np.array([0, 5]), np.array([-1.0, 1.0]),
     ...                      tau=1e-3, gamma=1e-3)
     >>> np.round(fit.latent, 2)
-    array([-1.  , -0.63, -0.22,  0.22,  0.63,  1.  ])
+    array([-1.  , -0.85, -0.28,  0.28,  0.85,  1.  ])
     """
     solver = solver_for(weights) if solver is None else solver
     labeled, targets, init = _check_inputs(loss, solver, labeled, targets, tau, gamma, init)
@@ -453,7 +453,9 @@ def _fit_gaussian(solver, P, targets, tau, gamma, init, tol):
         U += X @ (sigma[keep, None] * right[keep])
     latent = U[:, 0] if one_dim else U
     curvature = np.full(P.shape[0], 1.0 / gamma**2)
-    return FullGraphFit(latent=latent, curvature=curvature, n_iter=0, n_cg=n_cg, converged=converged)
+    return FullGraphFit(
+        latent=latent, curvature=curvature, n_iter=0, n_cg=n_cg, converged=converged
+    )
 
 
 class _BinaryProblem:

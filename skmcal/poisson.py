@@ -109,7 +109,9 @@ def poisson_learning(
     if labeled.min() < 0 or labeled.max() >= n_nodes:
         raise ValueError(f"labeled holds node indices outside [0, {n_nodes}).")
     if codes.shape != labeled.shape or codes.dtype.kind not in "iu":
-        raise ValueError(f"codes must be integer class indices, one per labeled node; got {codes!r}.")
+        raise ValueError(
+            f"codes must be integer class indices, one per labeled node; got {codes!r}."
+        )
     if codes.min() < 0 or codes.max() >= n_classes:
         raise ValueError(f"codes must lie in [0, n_classes={n_classes}); got {np.unique(codes)}.")
     missing = np.setdiff1d(np.arange(n_classes), codes)

@@ -94,7 +94,9 @@ def test_matches_dense_map(name, tau, gamma):
     W, _ = _graph()
     labeled, codes = _labels()
     targets = _targets(loss, codes)
-    fit = fit_full_graph(loss, W, labeled, targets, tau, gamma, tol=1e-13, solver=LaplacianSolver(W))
+    fit = fit_full_graph(
+        loss, W, labeled, targets, tau, gamma, tol=1e-13, solver=LaplacianSolver(W)
+    )
     expected = _dense_map(loss, W, labeled, targets, tau, gamma)
     assert fit.converged
     np.testing.assert_allclose(fit.latent, expected, rtol=0, atol=1e-8 * np.abs(expected).max())
@@ -153,7 +155,9 @@ def test_warm_start_equals_cold_solve(name):
     warm = fit_full_graph(
         loss, W, labeled, targets, 0.05, 0.2, init=first.latent, tol=1e-12, solver=solver
     )
-    cold = fit_full_graph(loss, W, labeled, targets, 0.05, 0.2, tol=1e-12, solver=LaplacianSolver(W))
+    cold = fit_full_graph(
+        loss, W, labeled, targets, 0.05, 0.2, tol=1e-12, solver=LaplacianSolver(W)
+    )
     assert warm.converged and cold.converged
     np.testing.assert_allclose(warm.latent, cold.latent, atol=1e-9 * np.abs(cold.latent).max())
 
@@ -207,6 +211,11 @@ def test_errors(kwargs, match):
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         fit_full_graph(
-            LOSSES["gr"], W, args["labeled"], args["targets"], args["tau"], args["gamma"],
+            LOSSES["gr"],
+            W,
+            args["labeled"],
+            args["targets"],
+            args["tau"],
+            args["gamma"],
             init=args["init"],
         )

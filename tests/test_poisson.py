@@ -48,7 +48,9 @@ def test_matches_dense_solve(priors):
     W = _graph()
     labeled = np.array([1, 5, 9, 17, 22, 30, 33])
     codes = np.array([0, 0, 0, 1, 1, 2, 2])
-    U = poisson_learning(sp.csr_matrix(W), labeled, codes, N_CLASSES, class_priors=priors, tol=1e-13)
+    U = poisson_learning(
+        sp.csr_matrix(W), labeled, codes, N_CLASSES, class_priors=priors, tol=1e-13
+    )
     b = np.full(N_CLASSES, 1.0 / N_CLASSES) if priors is None else priors
     expected = _dense_poisson(W, labeled, codes, b)
     np.testing.assert_allclose(U, expected, atol=1e-8 * np.abs(expected).max())
