@@ -40,7 +40,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from .losses import BinaryLoss, CrossEntropyLoss, MulticlassLoss
-from .posterior import zero_sum_basis
+from .posterior import ce_hessian, zero_sum_basis
 
 #: Default relative tolerance: a fit stops when the gradient norm of ``J`` is at
 #: most ``tol`` times its norm at ``u = 0``.
@@ -316,6 +316,38 @@ class FullGraphFit:
     n_iter: int
     n_cg: int
     converged: bool
+
+
+def spectral_hessian(loss, prior, P, fit: FullGraphFit, gamma: float) -> np.ndarray:
+    """Hessian of the spectral objective with the loss curvature of a full-graph fit.
+
+    The Laplace covariance around the full-graph MAP used by the acquisition
+    functions is the inverse of this matrix: the spectral model's posterior
+    precision ``Lambda_tau + P'HP`` with ``H`` taken at the full-graph latent
+    values of the labeled nodes (an approximation: the exact covariance is
+    ``(L + tau^2 I + P'HP)^-1`` over all nodes).
+
+    Parameters
+    ----------
+    loss : BinaryLoss or MulticlassLoss
+        The loss of ``fit``.
+    prior : ndarray of shape (M,)
+        ``eigenvalues + tau**2``.
+    P : ndarray of shape (n_labeled, M)
+        Eigenvector rows of the labeled nodes, in the order of the fit's labels.
+    fit : FullGraphFit
+    gamma : float
+        The loss scale of the fit.
+
+    Returns
+    -------
+    ndarray of shape (M, M), or (M n_classes, M n_classes) class-major for ``ce``
+    """
+    if isinstance(loss, CrossEntropyLoss):
+        return ce_hessian(prior, P, fit.curvature, gamma)
+    H = (P.T * fit.curvature) @ P
+    H[np.diag_indices_from(H)] += prior
+    return H
 
 
 def _selector(labeled, n_nodes):
