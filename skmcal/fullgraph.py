@@ -26,6 +26,10 @@ one per graph, which reuses its hierarchy between fits (see there). A sparse
 direct factorisation is no alternative on kNN graphs: SuperLU's factor of the
 10,000-node MNIST graph has 18 million entries and takes 9 s, against 0.1 s for
 the hierarchy (``benchmarks/bench_fullgraph.py``).
+
+The fits run with one BLAS thread (:mod:`skmcal._threads`): their dense
+algebra is thin (``N x n_classes`` QR, small Woodbury systems), and threaded
+BLAS spinning on a busy machine made it 100x slower.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import pyamg
 import scipy.linalg
 import scipy.sparse as sp
 
+from ._threads import with_small_algebra
 from .losses import BinaryLoss, CrossEntropyLoss, MulticlassLoss
 from .posterior import ce_hessian, zero_sum_basis
 
@@ -381,6 +386,7 @@ def _check_inputs(loss, solver, labeled, targets, tau, gamma, init):
     return labeled.astype(np.intp), targets, init
 
 
+@with_small_algebra
 def fit_full_graph(
     loss,
     weights,

@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse.csgraph import connected_components
 
+from ._threads import with_small_algebra
 from .fullgraph import DEFAULT_TOL, LaplacianSolver, solver_for
 
 
@@ -48,6 +49,7 @@ def _component_projector(degrees, labels):
     return project
 
 
+@with_small_algebra
 def poisson_learning(
     weights,
     labeled,
