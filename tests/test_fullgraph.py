@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from skmcal.fullgraph import LaplacianSolver, fit_full_graph, normalized_laplacian, solver_for
+from skmcal.fullgraph import (
+    LaplacianSolver,
+    fit_full_graph,
+    normalized_laplacian,
+    solver_for,
+    spectral_hessian,
+)
 from skmcal.losses import LOSSES
 
 N_NODES = 40
@@ -94,7 +100,9 @@ def test_matches_dense_map(name, tau, gamma):
     W, _ = _graph()
     labeled, codes = _labels()
     targets = _targets(loss, codes)
-    fit = fit_full_graph(loss, W, labeled, targets, tau, gamma, tol=1e-13, solver=LaplacianSolver(W))
+    fit = fit_full_graph(
+        loss, W, labeled, targets, tau, gamma, tol=1e-13, solver=LaplacianSolver(W)
+    )
     expected = _dense_map(loss, W, labeled, targets, tau, gamma)
     assert fit.converged
     np.testing.assert_allclose(fit.latent, expected, rtol=0, atol=1e-8 * np.abs(expected).max())
@@ -153,7 +161,9 @@ def test_warm_start_equals_cold_solve(name):
     warm = fit_full_graph(
         loss, W, labeled, targets, 0.05, 0.2, init=first.latent, tol=1e-12, solver=solver
     )
-    cold = fit_full_graph(loss, W, labeled, targets, 0.05, 0.2, tol=1e-12, solver=LaplacianSolver(W))
+    cold = fit_full_graph(
+        loss, W, labeled, targets, 0.05, 0.2, tol=1e-12, solver=LaplacianSolver(W)
+    )
     assert warm.converged and cold.converged
     np.testing.assert_allclose(warm.latent, cold.latent, atol=1e-9 * np.abs(cold.latent).max())
 
@@ -207,6 +217,37 @@ def test_errors(kwargs, match):
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         fit_full_graph(
-            LOSSES["gr"], W, args["labeled"], args["targets"], args["tau"], args["gamma"],
+            LOSSES["gr"],
+            W,
+            args["labeled"],
+            args["targets"],
+            args["tau"],
+            args["gamma"],
             init=args["init"],
         )
+
+
+@pytest.mark.parametrize("name", ["gr", "logistic", "mgr", "ce"])
+def test_spectral_hessian_at_the_full_graph_map(name):
+    """Lambda_tau + P'HP from explicit per-label curvature matrices."""
+    loss = LOSSES[name]
+    W, _ = _graph()
+    labeled, codes = _labels()
+    targets = _targets(loss, codes)
+    tau, gamma = 0.1, 0.5
+    fit = fit_full_graph(loss, W, labeled, targets, tau, gamma, tol=1e-12)
+    eigenvalues, V = np.linalg.eigh(_dense_laplacian(W))
+    prior, P = eigenvalues[:6] + tau**2, V[labeled, :6]
+    got = spectral_hessian(loss, prior, P, fit, gamma)
+    if name == "ce":
+        expected = np.kron(np.eye(N_CLASSES), np.diag(prior))
+        for j, pi in enumerate(loss.proba(fit.latent[labeled], gamma)):
+            block = (np.diag(pi) - np.outer(pi, pi)) / gamma**2
+            expected += np.kron(block, np.outer(P[j], P[j]))
+    else:
+        if name == "logistic":
+            second = loss.derivatives(fit.latent[labeled], targets, gamma)[1]
+        else:
+            second = np.full(labeled.size, 1.0 / gamma**2)
+        expected = np.diag(prior) + P.T @ np.diag(second) @ P
+    np.testing.assert_allclose(got, expected, atol=1e-10)
