@@ -95,7 +95,7 @@ def timing(n, X, y, args):
     for loss in ("mgr", "ce"):
         Y = np.eye(10)[y[start]]
         _, ms = clock(lambda Y=Y, loss=loss: fit_posterior(
-            LOSSES[loss], evals + PAPER[loss][0] ** 2, evecs, start, Y, PAPER[loss][1]))  # fmt: skip
+            LOSSES[loss], evals + PAPER[loss][0] ** 2, evecs, start, Y, PAPER[loss][1]))
         rows.append((n, f"spectral {loss}", ms, float("nan"), float("nan"), 0))
     solver = LaplacianSolver(W)
     shift = np.full(n, PAPER["mgr"][0] ** 2)
