@@ -1,6 +1,7 @@
 """skmcal: model-change active learning on graphs for scikit-learn users."""
 
 from .classifier import SpectralGraphClassifier
+from .coldstart import cold_start
 from .graph import GRAPH_CACHE, NodeSet, SpectralGraph, clear_graph_cache
 from .query import model_change, random_sampling, sopt, uncertainty, vopt
 
@@ -10,6 +11,7 @@ __all__ = [
     "SpectralGraph",
     "SpectralGraphClassifier",
     "clear_graph_cache",
+    "cold_start",
     "model_change",
     "random_sampling",
     "sopt",
