@@ -1,5 +1,6 @@
 """skmcal: model-change active learning on graphs for scikit-learn users."""
 
+from . import stopping
 from .classifier import SpectralGraphClassifier
 from .coldstart import cold_start
 from .graph import GRAPH_CACHE, NodeSet, SpectralGraph, clear_graph_cache
@@ -15,6 +16,7 @@ __all__ = [
     "model_change",
     "random_sampling",
     "sopt",
+    "stopping",
     "uncertainty",
     "vopt",
 ]
