@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -115,3 +117,76 @@ def test_bad_arguments_raise(kwargs, error, message):
     kwargs.setdefault("labeled", [1, 2])
     with pytest.raises(error, match=message):
         cold_start(X, **kwargs)
+
+
+# ------------------------------------------------- the loop from zero labels
+def test_experiment_from_zero_labels_grows_its_classes(tmp_path):
+    from skmcal.experiment import run_experiment
+
+    X, y = _clusters([60, 60, 60, 60])
+    runs = {"strategies": ["mc:mgr", "rand:mgr"], "batch_size": 2, "iterations": 4}
+    result = run_experiment(
+        (X, y), n_initial=0, cold_start=1, trials=1, seed=0, n_eigs=10, progress=False,
+        out=tmp_path, **runs,
+    )
+    choices, results = result.choices, result.results
+    for strategy in ("mc:mgr", "rand:mgr"):
+        mine = choices[choices["strategy"] == strategy]
+        first = mine[mine["iteration"] == 0]["node"].to_numpy()
+        # One label, one class: no model, the accuracy of predicting that class.
+        assert first.size == 1
+        row = results[(results["strategy"] == strategy) & (results["iteration"] == 0)]
+        assert row["accuracy"].item() == pytest.approx(59 / 239)
+        # Iteration 1 is a cold start away from the labeled cluster; the data
+        # being four clusters, it brings the other three classes.
+        second = mine[mine["iteration"] == 1]["node"].to_numpy()
+        np.testing.assert_array_equal(
+            second, cold_start(X, 2, _rng_of_trial(0), labeled=first, n_eigs=10)
+        )
+        assert np.unique(y[np.r_[first, second]]).size == 3
+        # Then the model takes over and, with every class labeled, classifies well.
+        assert results[results["strategy"] == strategy]["n_labeled"].tolist() == [1, 3, 5, 7, 9]
+    assert result.results["accuracy"].iloc[-1] > 0.95
+    assert result.config["cold_start"] == 1 and result.config["n_initial"] == 0
+    # The same strategy-independent first label in every run of the trial.
+    assert choices[choices["iteration"] == 0]["node"].nunique() == 1
+    again = run_experiment(
+        (X, y), n_initial=0, cold_start=1, trials=1, seed=0, n_eigs=10, progress=False,
+        out=tmp_path, **runs,
+    )
+    assert len(again.runs_skipped) == 2 and not again.runs_done
+
+
+def _rng_of_trial(trial, seed=0):
+    """The query stream of a trial of run_experiment (its second trial seed)."""
+    from skmcal.experiment import _trial_seeds
+
+    return np.random.RandomState(_trial_seeds(seed, trial)[1])
+
+
+def test_experiment_cold_start_options_are_checked():
+    from skmcal.experiment import run_experiment
+
+    X, y = _clusters([20, 20])
+    base = {"strategies": ["mc:gr"], "iterations": 1, "trials": 1, "progress": False}
+    with pytest.raises(ValueError, match="n_initial=0 starts from no label"):
+        run_experiment((X, y), n_initial=0, **base)
+    with pytest.raises(ValueError, match="it needs n_initial=0, got n_initial=2"):
+        run_experiment((X, y), n_initial=2, cold_start=3, **base)
+    with pytest.raises(ValueError, match="cold_start must be an int >= 1"):
+        run_experiment((X, y), n_initial=0, cold_start=0, **base)
+
+
+def test_cli_initial_zero_with_cold_start(tmp_path, capsys):
+    from skmcal.cli import main
+
+    X, y = _clusters([40, 40])
+    np.savez(tmp_path / "two.npz", X=X, y=y)
+    argv = ["run", "--dataset", str(tmp_path / "two.npz"), "--strategies", "mc:gr",
+            "--initial", "0", "--cold-start", "2", "--batch", "2", "--iterations", "2",
+            "--trials", "1", "--n-eigs", "8", "--no-plots", "--no-progress",
+            "--out", str(tmp_path / "out")]
+    assert main(argv) == 0
+    assert json.loads((tmp_path / "out" / "config.json").read_text())["cold_start"] == 2
+    assert main([*argv[:-2], "--out", str(tmp_path / "bad"), "--initial", "1"]) == 2
+    assert "needs n_initial=0" in capsys.readouterr().err

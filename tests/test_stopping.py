@@ -182,3 +182,48 @@ def test_make_rule_and_errors():
             StabilizingPredictions(**bad)
     with pytest.raises(TypeError, match="SpectralGraphClassifier"):
         LabelBudget(3).update(object())
+
+
+# ------------------------------------------------ rules in the experiment loop
+def test_experiment_runs_end_where_a_rule_says_stop(tmp_path):
+    from skmcal.experiment import run_experiment
+
+    X, y = make_blobs(240, centers=3, cluster_std=1.0, random_state=2)
+    options = {
+        "strategies": ["mc:mgr", "rand:mgr"], "batch_size": 3, "iterations": 12, "trials": 2,
+        "n_eigs": 12, "stop": ["budget:21", "kappa:0.999"], "progress": False,
+    }
+    result = run_experiment((X, y), out=tmp_path, **options)
+    stops, results = result.stops, result.results
+    assert set(stops.columns) == {"trial", "strategy", "iteration", "rule"}
+    assert len(stops) == 4  # every run ends by the budget, if not before by kappa
+    for row in stops.itertuples():
+        run = results[(results["trial"] == row.trial) & (results["strategy"] == row.strategy)]
+        assert run["iteration"].max() == row.iteration
+        assert run["n_labeled"].max() == 6 + 3 * row.iteration <= 21
+        assert row.rule == "kappa:0.999" or run["n_labeled"].max() == 21
+    # By hand: the budget of 21 labels is reached at iteration 5.
+    assert set(stops.loc[stops["rule"] == "budget:21", "iteration"]) <= {5}
+    # A rerun resumes every run, stopped ones included; a cut run is redone.
+    lines = (tmp_path / "results.csv").read_text().splitlines()
+    (tmp_path / "results.csv").write_text("\n".join(lines[:-1]) + "\n")
+    again = run_experiment((X, y), out=tmp_path, **options)
+    assert len(again.runs_skipped) == 3 and len(again.runs_done) == 1
+    outcome = ["trial", "iteration", "n_labeled", "strategy", "accuracy"]
+    assert again.results[outcome].equals(result.results[outcome])
+    assert again.stops.equals(result.stops)
+    with pytest.raises(ValueError, match="Unknown stopping rule 'often'"):
+        run_experiment((X, y), **{**options, "stop": "often"})
+
+
+def test_cli_stop_option(tmp_path, capsys):
+    from skmcal.cli import main
+
+    argv = ["run", "--strategies", "mc:gr", "--batch", "5", "--iterations", "6",
+            "--trials", "1", "--no-plots", "--no-progress", "--out", str(tmp_path)]
+    assert main([*argv, "--stop", "budget:12"]) == 0
+    printed = capsys.readouterr().out
+    assert "stopped: mc:gr at iteration(s) [2]" in printed
+    assert (tmp_path / "stops.csv").read_text().splitlines()[1] == "0,mc:gr,2,budget:12"
+    assert main([*argv[:-1], str(tmp_path / "bad"), "--stop", "budget"]) == 2
+    assert "needs a value" in capsys.readouterr().err
