@@ -193,7 +193,8 @@ def _build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="with --initial 0: choose the first N labels from the graph alone "
+        help="start from no label (--initial 0, implied by default): choose the first N "
+        "labels from the graph alone "
         "(skmcal.cold_start); more come the same way until two classes are labeled",
     )
     run.add_argument(

@@ -24,7 +24,7 @@ Output folder (when ``out`` is given):
     the initial labels; iteration ``i``: the nodes queried at round ``i``).
 ``stops.csv``
     With stopping rules (``stop=``): ``trial, strategy, iteration, rule`` of
-    each run that a rule ended before ``iterations``.
+    each run that a rule ended (at ``iterations`` at the latest).
 ``config.json``
     The settings of the run. A run into a folder that already holds one
     resumes it: (trial, strategy) runs already complete are kept, partial
@@ -803,8 +803,8 @@ def run_experiment(
         (None for exact, the name, or the estimator's repr).
     n_initial : int or "auto", default="auto"
         Initial labels per class; "auto": 1 for ``binary-clusters`` (the
-        paper's two initial labels), 2 otherwise. 0: start from no label,
-        with ``cold_start``.
+        paper's two initial labels), 2 otherwise; 0 (and "auto" with
+        ``cold_start``): start from no label, with ``cold_start``.
     cold_start : int, default=None
         With ``n_initial=0``: the number of first labels, chosen from the
         graph alone by :func:`skmcal.cold_start` (the same for every
@@ -922,7 +922,7 @@ def run_experiment(
         n_neighbors = defaults["n_neighbors"]
     n_neighbors = _check_int(n_neighbors, "n_neighbors", 1)
     if n_initial == "auto":
-        n_initial = defaults["n_initial"]
+        n_initial = 0 if cold_start is not None else defaults["n_initial"]
     n_initial = _check_int(n_initial, "n_initial", 0)
     if cold_start is not None:
         cold_start = _check_int(cold_start, "cold_start", 1)

@@ -243,7 +243,7 @@ def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_st
     if screened:
         # Only the best value of each greedy step, or the n_instances best, must be
         # exact; LocalMax compares every candidate with its neighbours: all exact.
-        top = {"topk": n_instances, "greedy": 1, "localmax": None}[batch]
+        top = {"topk": n_instances, "greedy": 1, "localmax": None}[batch] if n_instances > 1 else 1
 
         def score(view, nodes):
             return score_fn(view, nodes, top=top)

@@ -175,6 +175,8 @@ def test_experiment_cold_start_options_are_checked():
         run_experiment((X, y), n_initial=2, cold_start=3, **base)
     with pytest.raises(ValueError, match="cold_start must be an int >= 1"):
         run_experiment((X, y), n_initial=0, cold_start=0, **base)
+    # With cold_start, n_initial="auto" is 0.
+    assert run_experiment((X, y), cold_start=2, n_eigs=8, **base).config["n_initial"] == 0
 
 
 def test_cli_initial_zero_with_cold_start(tmp_path, capsys):
