@@ -186,15 +186,16 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         number of nodes.
     tau : float or "auto", default="auto"
         Prior shift: the prior precision is ``L + tau^2 I``. "auto": the
-        value of :data:`skmcal.evidence.DEFAULT_TAUS` (0.01 to 1; ``tau^2``
+        value of :data:`skmcal.evidence.DEFAULT_TAUS` (0.01 to 0.1; ``tau^2``
         at most the median kept eigenvalue, so that the prior still orders
         the eigenvectors) with the
         largest evidence of the spectral model for the labels of this fit
         (type-II maximum likelihood: closed form for ``gr``/``mgr``, Laplace
         approximation otherwise; :mod:`skmcal.evidence`), jointly with
         ``gamma`` when that is "auto" too; used for every ``model``. A warm
-        refit reuses the last choice until the number of labels has grown by
-        a quarter. The paper's values (:data:`PAPER_HYPERPARAMETERS`, e.g.
+        refit with ``logistic``, ``probit`` or ``ce`` (whose evidence needs a
+        Newton fit per grid point) reuses the last choice until the number
+        of labels has grown by a quarter. The paper's values (:data:`PAPER_HYPERPARAMETERS`, e.g.
         tau=0.005, gamma=0.5 for ``ce``) collapse with few labels. With
         ``ce``, at least 2.1e-5 (see Notes).
     gamma : float or "auto", default="auto"
@@ -458,16 +459,17 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         The evidence is maximised over :data:`skmcal.evidence.DEFAULT_TAUS`
         (those with ``tau^2`` at most the median kept eigenvalue) x
         :data:`~skmcal.evidence.DEFAULT_GAMMAS` (an
-        "auto" one only) at each fit, except that a warm refit reuses the
-        last choice while the number of labels has grown by less than
-        ``AUTO_REUSE_GROWTH`` since it was made (active learning adds a few
-        labels per refit; the choice moves slowly).
+        "auto" one only) at each fit, except that a warm refit of a Newton
+        loss reuses the last choice while the number of labels has grown by
+        less than ``AUTO_REUSE_GROWTH`` since it was made (active learning
+        adds a few labels per refit; the choice moves slowly).
         """
         tau, gamma = self._tau_gamma()
         if tau is not None and gamma is not None:
             return tau, gamma
         n_labeled = labeled_nodes.size
-        last = getattr(self, "_auto_choice", None) if warm else None
+        # gr/mgr: the evidence is a closed form, cheap enough for every fit.
+        last = getattr(self, "_auto_choice", None) if warm and not loss.closed_form else None
         if last is not None and n_labeled < AUTO_REUSE_GROWTH * last[0]:
             return last[1], last[2]
         # tau^2 above most kept eigenvalues flattens the prior over them (the

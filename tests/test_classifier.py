@@ -722,12 +722,13 @@ def test_auto_hyperparameters_maximise_the_evidence_of_the_loss(loss):
     }
     assert table[(clf.tau_, clf.gamma_)] == max(table.values())
     # one of them given: the other is chosen alone
-    fixed = SpectralGraphClassifier(loss=loss, tau=0.3).fit(X, y)
-    assert fixed.tau_ == 0.3
-    assert table[(0.3, fixed.gamma_)] == max(table[(0.3, g)] for g in DEFAULT_GAMMAS)
+    fixed = SpectralGraphClassifier(loss=loss, tau=0.03).fit(X, y)
+    assert fixed.tau_ == 0.03
+    assert table[(0.03, fixed.gamma_)] == max(table[(0.03, g)] for g in DEFAULT_GAMMAS)
 
 
 def test_auto_choice_is_reused_by_warm_refits_until_the_labels_grow(monkeypatch):
+    """Newton losses reuse the choice until the labels grow by a quarter; gr/mgr never do."""
     import skmcal.classifier as module
 
     calls = []
@@ -739,22 +740,25 @@ def test_auto_choice_is_reused_by_warm_refits_until_the_labels_grow(monkeypatch)
 
     monkeypatch.setattr(module, "select_hyperparameters", counting)
     X, y_true, y = moons()
-    clf = SpectralGraphClassifier()
     labeled = list(np.flatnonzero(y != -1))
     unlabeled = [i for i in range(len(y)) if y[i] == -1]
-    for step in range(6):
-        rows = labeled + unlabeled[: 2 * step]
-        clf.fit(X, np.where(np.isin(np.arange(len(y)), rows), y_true, -1))
-    n0 = len(labeled)
-    expected = [n0]
-    for n in [n0 + 2 * step for step in range(1, 6)]:
-        if n >= 1.25 * expected[-1]:
-            expected.append(n)
-    assert calls == expected
-    cold = SpectralGraphClassifier(warm_start=False)
+    sizes = [len(labeled) + 2 * step for step in range(6)]
+    for loss in ("probit", "mgr"):
+        calls.clear()
+        clf = SpectralGraphClassifier(loss)
+        for step in range(6):
+            rows = labeled + unlabeled[: 2 * step]
+            clf.fit(X, np.where(np.isin(np.arange(len(y)), rows), y_true, -1))
+        expected = sizes if loss == "mgr" else [sizes[0]]
+        for n in sizes[1:] if loss == "probit" else ():
+            if n >= 1.25 * expected[-1]:
+                expected.append(n)
+        assert calls == expected
+    calls.clear()
+    cold = SpectralGraphClassifier("probit", warm_start=False)
     for _ in range(2):
         cold.fit(X, y)
-    assert calls[len(expected) :] == [n0, n0]
+    assert calls == [sizes[0], sizes[0]]
 
 
 @pytest.mark.parametrize("gamma", [0.2, 1.0])
