@@ -13,8 +13,8 @@ time another source tree of skmcal (``compare_revisions.py``).
 - data: :func:`load_data` (Fashion-MNIST through
   :func:`skmcal.datasets.load_fashion_mnist`, or a synthetic stand-in);
 - the graph's neighbour search: :func:`neighbors_for`;
-- timing: :data:`now` (``time.perf_counter``), :func:`medians`, :func:`profile`,
-  :func:`call_times`;
+- timing and memory: :data:`now` (``time.perf_counter``), :func:`measured`, :func:`repeat`,
+  :func:`medians`, :func:`profile`, :func:`call_times`, :func:`max_rss_mib`;
 - results: :func:`header` (command, date, machine, versions, revision),
   :func:`markdown`, :func:`write_csv`, :func:`log` / :func:`write_log`.
 """
@@ -34,11 +34,13 @@ import io
 import os
 import platform
 import pstats
+import resource
 import shlex
 import statistics
 import subprocess
 import sys
 import time
+import tracemalloc
 import warnings
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -337,6 +339,47 @@ def warm_up_pynndescent() -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------------- timing
+#: ``(measurement, warning category, message)`` of the warnings raised in :func:`measured`.
+WARNINGS: list[tuple[str, str, str]] = []
+
+
+def max_rss_mib() -> float:
+    """The process's peak resident memory so far (Linux: ``ru_maxrss`` in KiB), MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+@contextlib.contextmanager
+def measured(store: dict, name: str, trace: bool = False):
+    """Time the block into ``store[name]`` (``time_s``), with the max RSS after it, the
+    cores other processes used and, with ``trace``, its ``tracemalloc`` peak (MiB)."""
+    gc.collect()
+    if trace:
+        tracemalloc.start()
+    entry = store.setdefault(name, {})
+    with warnings.catch_warnings(record=True) as caught, Contention() as c:
+        warnings.simplefilter("always")
+        t0 = now()
+        yield entry
+        entry["time_s"] = now() - t0
+    if trace:
+        entry["tracemalloc_peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+    entry.update(max_rss_mib_after=max_rss_mib(), other_processes_cores=c.other_cores)
+    WARNINGS.extend((name, w.category.__name__, str(w.message)) for w in caught)
+    log(f"  {name}: {entry['time_s']:.3f} s (max RSS {entry['max_rss_mib_after']:.0f} MiB, "
+        f"other processes {fmt(c.other_cores, 2)} cores)")
+
+
+def repeat(fn, repeats: int) -> dict:
+    """Time ``fn()`` ``repeats`` times: median, min and every time (s)."""
+    times = []
+    for _ in range(repeats):
+        t0 = now()
+        fn()
+        times.append(now() - t0)
+    return {"median_s": statistics.median(times), "min_s": min(times), "times_s": times}
+
+
 def medians(update, query) -> dict:
     """Medians (ms) of per-iteration update, query and total times (s), and the range."""
     total = [u + q for u, q in zip(update, query, strict=True)]
@@ -376,11 +419,12 @@ def call_times(module: str, name: str):
 def profile(fn, path: Path, top: int = 13) -> str:
     """cProfile ``fn()``; write the listings by own and cumulative time to ``path``.
 
-    Returns the header and the ``top`` first rows by own time. cProfile sees
-    the calling thread only: profile skmcal with ``n_jobs=1`` so that the ce
-    candidate scoring runs there.
+    Returns the header and the ``top`` first rows by own time. The clock is
+    the process's CPU time, which other processes on a shared machine barely
+    disturb; cProfile sees the calling thread only, so profile skmcal with
+    ``n_jobs=1`` (the ce candidate scoring then runs in that thread).
     """
-    prof = cProfile.Profile()
+    prof = cProfile.Profile(time.process_time)
     prof.runcall(fn)
     buf = io.StringIO()
     stats = pstats.Stats(prof, stream=buf)

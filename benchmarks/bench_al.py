@@ -35,6 +35,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib.util
+import statistics
+import time
 
 import _harness as h
 import numpy as np
@@ -62,15 +64,16 @@ CSV_FIELDS = (*h.TIMING_FIELDS, "direct_update_ms", "direct_query_ms", "direct_t
 def run_loop(clf, strategy, opts, X, y, pool, init, iterations, seed, direct=False):
     """One configuration's loop: path (a), modAL's ActiveLearner with the NodeSet as pool, or
     (``direct``) path (b), ``strategy(clf, pool, ...)`` and ``clf.fit(X[labeled], y[labeled])``.
+    Also the median CPU time of the process per iteration (``cpu_ms``; all threads).
     """
     from modAL.models import ActiveLearner
 
     learner = clf.fit(X[init], y[init]) if direct else ActiveLearner(
         estimator=clf, query_strategy=strategy, X_training=X[init], y_training=y[init])
-    labeled, upd, qry, newton, picks = init.copy(), [], [], [], []
+    labeled, upd, qry, cpu, newton, picks = init.copy(), [], [], [], [], []
     for it in range(iterations):
         options = dict(candidates=CANDIDATES, random_state=seed + it, **opts)
-        t0 = h.now()
+        c0, t0 = time.process_time(), h.now()
         idx, _ = (strategy(clf, pool, BATCH, **options) if direct
                   else learner.query(pool, n_instances=BATCH, **options))
         t1 = h.now()
@@ -81,9 +84,11 @@ def run_loop(clf, strategy, opts, X, y, pool, init, iterations, seed, direct=Fal
             learner.teach(X[idx], y[idx])
         qry.append(t1 - t0)
         upd.append(h.now() - t1)
+        cpu.append(time.process_time() - c0)
         newton.append(clf.n_iter_)
         picks.append(np.asarray(idx))
-    return {**h.medians(upd, qry), "newton_iter": float(np.mean(newton)),
+    return {**h.medians(upd, qry), "cpu_ms": 1e3 * statistics.median(cpu),
+            "newton_iter": float(np.mean(newton)),
             "n_labeled": int(clf.labeled_nodes_.size),
             "accuracy": float(np.mean(clf.transduction_ == y))}, np.concatenate(picks)
 

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import resource
 import statistics
 
 import _harness as h
@@ -92,11 +91,6 @@ def memory_estimate(name: str, n: int, d: int, n_labeled: int) -> tuple[float, s
     else:
         raise ValueError(f"No memory model for the baseline {name!r}; known: {list(MODELS)}.")
     return BASE_GB + (common + extra) / GIB, how
-
-
-def peak_rss_gb() -> float:
-    """Peak resident memory of this process so far (Linux: ru_maxrss in KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024.0 / GIB
 
 
 def trial_zero(codes, seed):
@@ -199,8 +193,8 @@ def run_size(n, X_all, y_all, args, specs, reruns):
             same = "yes" if np.array_equal(picks, expected) else "NO"
         row = {"N": n, "strategy": spec.name, "loss": MODELS[spec.name], "classes": N_CLASSES,
                "iterations": args.iterations, **res, "same_picks": same,
-               "memory_estimate_gb": gb, "peak_rss_gb": peak_rss_gb(), "other_cores": other,
-               "reruns": rerun}
+               "memory_estimate_gb": gb, "peak_rss_gb": h.max_rss_mib() / 1024,
+               "other_cores": other, "reruns": rerun}
         run["results"].append(row)
         h.log(f"  {spec.name:>8s}: update {h.fmt(row['update_ms'])} ms, query "
               f"{h.fmt(row['query_ms'])} ms, total {h.fmt(row['total_ms'])} ms; acc "

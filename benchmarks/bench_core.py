@@ -5,45 +5,28 @@ Usage::
 
     python benchmarks/bench_core.py [--sizes 10000 70000] [--out benchmarks/results]
 
-For every N (the first N rows of Fashion-MNIST, see ``_harness.load_data``):
-
-* the graph, phase by phase: ``NodeSet(X)``; the neighbour search skmcal runs
-  (``NearestNeighbors(...).kneighbors`` below ``--exact-below``, else the
-  pynndescent transformer's ``fit_transform``), alone; ``skmcal.graph.
-  build_graph`` (kNN + weights + components + spectrum); the connected
-  components and ``laplacian_spectrum`` (50 eigenpairs) of its ``W`` alone;
-  weights + symmetrisation = build_graph minus the others;
-* a cold fit: empty graph cache, ``NodeSet(X)`` and one ``ce`` fit (the path
-  a user takes); its graph part is the fit minus the median warm ce fit;
-* one fit of each loss on the cached graph (median of ``--repeats``), 520
-  labels (52 per class; binary losses: class 0 vs the rest), also under
-  ``threadpoolctl.threadpool_limits(1, "blas")``; the solver column times
-  ``fit_posterior`` inside the fit (``_harness.call_times``), the rest of the
-  fit is the estimator's overhead (validation, node look-up, cache key);
-* ``GridSearchCV`` over 3 tau x 3 gamma x 3 folds (``ce``, ``mgr``) with
-  ``nodes=NodeSet(X)``, on the cached graph (warm, median of ``--gs-repeats``)
-  and from an empty cache (cold, ``ce``);
-* at sizes with exact kNN, the graph with pynndescent for comparison (time and
-  the share of exact edges it finds).
-
-Memory: the process's max RSS after each measurement, and the ``tracemalloc``
-peak of each graph phase (NumPy/Python allocations only). CPU used by other
-processes during every measurement is recorded; ``--wait-idle`` waits for a
-quiet machine before each one. Results: ``<out>/bench_core_<tag>.md`` and
-``.json`` (tag: the sizes, or ``--tag``).
+For every N (the first N rows of Fashion-MNIST): the graph phase by phase
+(``NodeSet(X)``; the neighbour search skmcal runs, called alone: exact below
+``--exact-below``, else pynndescent; ``skmcal.graph.build_graph``; the
+connected components and ``laplacian_spectrum`` of its ``W``; weights = the
+rest); a cold fit (empty graph cache, ``NodeSet`` + one ``ce`` fit); one fit of
+each loss on the cached graph (median of ``--repeats``; 520 labels, binary
+losses: class 0 vs the rest), also under ``threadpool_limits(1, "blas")``, split
+into the solver (``fit_posterior``, timed by ``_harness.call_times``) and the
+estimator's overhead; ``GridSearchCV`` 3 tau x 3 gamma x 3 folds on the cached
+graph (``ce``, ``mgr``) and from an empty cache (``ce``); at exact-kNN sizes the
+pynndescent graph for comparison. Memory: max RSS after each measurement and
+the ``tracemalloc`` peak of each graph phase; the CPU other processes used
+during each. ``--wait-idle`` waits for a quiet machine before each group of
+measurements. Results: ``<out>/bench_core_<tag>.md`` and ``.json``.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
-import gc
 import json
-import resource
 import statistics
-import tracemalloc
-import warnings
 
 import _harness as h
 import numpy as np
@@ -60,44 +43,6 @@ GRID = {"tau": [0.001, 0.005, 0.02], "gamma": [0.1, 0.5, 1.0]}
 TARGET_GRAPH_S, TARGET_CE_FIT_MS, TARGET_GS_RATIO = 30.0, 100.0, 2.0
 KWARGS = dict(n_neighbors=10, scale_neighbor=5, scale_factor=3.0, n_eigs=N_EIGS, random_state=0,
               warm_start=False)
-WARNINGS: list[tuple[str, str, str]] = []
-
-
-def rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-@contextlib.contextmanager
-def measured(store: dict, name: str, args, trace: bool = False):
-    """Time the block into ``store[name]`` with max RSS, contention and (traced) memory peak."""
-    if args.wait_idle > 0:
-        waited, level = h.wait_for_quiet(args.wait_idle)
-        store.setdefault("_waits", []).append((waited, level))
-    gc.collect()
-    if trace:
-        tracemalloc.start()
-    entry = store.setdefault(name, {})
-    with warnings.catch_warnings(record=True) as caught, h.Contention() as c:
-        warnings.simplefilter("always")
-        t0 = h.now()
-        yield entry
-        entry["time_s"] = h.now() - t0
-    if trace:
-        entry["tracemalloc_peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
-        tracemalloc.stop()
-    entry.update(max_rss_mib_after=rss_mib(), other_processes_cores=c.other_cores)
-    WARNINGS.extend((name, w.category.__name__, str(w.message)) for w in caught)
-    h.log(f"  {name}: {s(entry['time_s'])} (max RSS {entry['max_rss_mib_after']:.0f} MiB, "
-          f"other processes {h.fmt(c.other_cores, 2)} cores)")
-
-
-def repeat(fn, repeats: int):
-    times = []
-    for _ in range(repeats):
-        t0 = h.now()
-        fn()
-        times.append(h.now() - t0)
-    return {"median_s": statistics.median(times), "min_s": min(times), "times_s": times}
 
 
 def knn_alone(X, neighbors):
@@ -122,19 +67,19 @@ def bench_size(X_all, y_all, n, args) -> dict:
     h.log(f"N={n}: kNN {knn}, {lab.size} labels")
 
     # 1. the graph, phase by phase (traced)
-    with measured(P, "NodeSet(X) (copy + hash)", args, args.tracemalloc):
+    h.wait_for_quiet(args.wait_idle)
+    trace = args.tracemalloc
+    with h.measured(P, "NodeSet(X) (copy + hash)", trace):
         nodes = NodeSet(X)
-    with measured(P, "kNN of the nodes (the neighbour search alone)", args, args.tracemalloc):
+    with h.measured(P, "kNN of the nodes (the neighbour search alone)", trace):
         knn_alone(nodes.data, neighbors)
-    with measured(P, "build_graph (kNN + weights + components + spectrum)", args,
-                  args.tracemalloc):
+    with h.measured(P, "build_graph (kNN + weights + components + spectrum)", trace):
         graph = build_graph(nodes.data, GraphParams(kernel="gaussian", neighbors=neighbors,
                                                     **params))
     W = graph.weights
-    with measured(P, "connected components", args, args.tracemalloc):
+    with h.measured(P, "connected components", trace):
         connected_components(W, directed=False)
-    with measured(P, f"spectrum: {N_EIGS} eigenpairs (laplacian_spectrum)", args,
-                  args.tracemalloc):
+    with h.measured(P, f"spectrum: {N_EIGS} eigenpairs (laplacian_spectrum)", trace):
         laplacian_spectrum(W, N_EIGS, 0)
     lam = graph.eigenvalues
     r["graph_info"] = (f"nnz(W) = {W.nnz:,}, {graph.n_components} component(s), eigen-residual "
@@ -142,17 +87,17 @@ def bench_size(X_all, y_all, n, args) -> dict:
                        f"lambda_{N_EIGS} = {lam[-1]:.4f}")
     if args.compare_knn and neighbors is None:
         other, _ = h.neighbors_for(n, 0)
-        with measured(R, "[compare] build_graph with pynndescent kNN", args) as e:
+        with h.measured(R, "[compare] build_graph with pynndescent kNN") as e:
             W2 = build_graph(nodes.data, GraphParams(kernel="gaussian", neighbors=other,
                                                      **params)).weights
         e["edge_recall_vs_exact"] = float((W != 0).multiply(W2 != 0).nnz / W.nnz)
     del graph, W, nodes
-    gc.collect()
 
     # 2. cold fit: empty cache, NodeSet, one ce fit
     skmcal.clear_graph_cache()
+    h.wait_for_quiet(args.wait_idle)
     builds = skmcal.GRAPH_CACHE.builds
-    with measured(R, "cold fit", args) as e:
+    with h.measured(R, "cold fit") as e:
         t0 = h.now()
         nodes = NodeSet(X)
         e["nodeset_s"] = h.now() - t0
@@ -168,16 +113,17 @@ def bench_size(X_all, y_all, n, args) -> dict:
         clf = SpectralGraphClassifier(loss, nodes=nodes, neighbors=neighbors, **KWARGS)
         builds = skmcal.GRAPH_CACHE.builds
         clf.fit(X[lab], y_fit)  # untimed first call
+        h.wait_for_quiet(args.wait_idle)
 
         def fit(c=clf, yf=y_fit):
             c.fit(X[lab], yf)
 
-        with h.call_times("skmcal.classifier", "fit_posterior") as solver, measured(
-                R, f"fit {loss}", args) as e:
-            e.update(repeat(fit, args.repeats))
-        with threadpool_limits(limits=1, user_api="blas"), measured(
-                R, f"fit {loss}, BLAS 1 thread", args) as e1:
-            e1.update(repeat(fit, args.repeats))
+        with h.call_times("skmcal.classifier", "fit_posterior") as solver, h.measured(
+                R, f"fit {loss}") as e:
+            e.update(h.repeat(fit, args.repeats))
+        with threadpool_limits(limits=1, user_api="blas"), h.measured(
+                R, f"fit {loss}, BLAS 1 thread") as e1:
+            e1.update(h.repeat(fit, args.repeats))
         r["fits"][loss] = dict(
             e, alt_median_s=e1["median_s"], classes=int(np.unique(y_fit).size),
             solver_median_s=statistics.median(solver), n_iter=int(clf.n_iter_),
@@ -195,8 +141,9 @@ def bench_size(X_all, y_all, n, args) -> dict:
     for loss in ("ce", "mgr"):
         builds = skmcal.GRAPH_CACHE.builds
         grid_search(loss, nodes)  # untimed first call
-        with measured(R, f"GridSearchCV {loss} warm", args) as e:
-            e.update(repeat(lambda lo=loss: grid_search(lo, nodes), args.gs_repeats))
+        h.wait_for_quiet(args.wait_idle)
+        with h.measured(R, f"GridSearchCV {loss} warm") as e:
+            e.update(h.repeat(lambda lo=loss: grid_search(lo, nodes), args.gs_repeats))
         gs, k = grid_search(loss, nodes), cv.get_n_splits()
         cvr = gs.cv_results_
         by_params = zip(cvr["params"], cvr["mean_fit_time"], strict=True)
@@ -211,7 +158,8 @@ def bench_size(X_all, y_all, n, args) -> dict:
         del clf, nodes
         skmcal.clear_graph_cache()
         builds = skmcal.GRAPH_CACHE.builds
-        with measured(R, "GridSearchCV ce cold", args) as e:
+        h.wait_for_quiet(args.wait_idle)
+        with h.measured(R, "GridSearchCV ce cold") as e:
             grid_search("ce", NodeSet(X))
         e["graph_builds"] = skmcal.GRAPH_CACHE.builds - builds
     skmcal.clear_graph_cache()
@@ -267,8 +215,6 @@ def render(head, results, args) -> str:
                                                  for e in f],
             f"≤ {TARGET_CE_FIT_MS:.0f} ms" if target else "",
             status(e["median_s"] * 1e3 <= TARGET_CE_FIT_MS for e in f) if target else "")
-    row("fit ce under threadpool_limits(1, 'blas')", [s(r["fits"]["ce"]["alt_median_s"])
-                                                      for r in results])
     g = [r["gridsearch"]["ce"] for r in results]
     row("GridSearchCV ce 3x3x3 (27+1 fits), warm cache", [s(e["median_s"]) for e in g])
     cold = [q.get("GridSearchCV ce cold", {}).get("time_s") for q in rn]
@@ -295,22 +241,22 @@ def render(head, results, args) -> str:
           f"untimed call), GridSearchCV warm = median of {args.gs_repeats}; waited up to "
           f"{args.wait_idle:.0f} s for other processes to use < 0.25 cores before each "
           "measurement", "", "## Timings", "",
-          *h.markdown(["phase", *cols, "target", "status"], rows), "", "## Memory", "",
+          *h.markdown(["phase", *cols, "target", "status"], rows), "",
+          "## Memory and CPU used by other processes", "",
           "max RSS = process high-water mark after the measurement (monotonic over the run); "
           "tracemalloc peak = NumPy/Python memory at the phase's peak (not numba/pynndescent "
-          "internals, BLAS or ARPACK work arrays).", ""]
-    names = [k for k in ph[0] if not k.startswith("_")]
-    md += h.markdown(["measurement", *[f"{c}: max RSS / tracemalloc peak" for c in cols]], [
-        [k, *[f"{e[k]['max_rss_mib_after']:.0f} MiB / "
-              + (f"{e[k]['tracemalloc_peak_mib']:.0f} MiB" if "tracemalloc_peak_mib" in e[k]
-                 else "–") for e in ph]] for k in names] + [
-        [k, *[f"{q[k]['max_rss_mib_after']:.0f} MiB / –" for q in rn]] for k in rn[0]])
-    md += ["", "## CPU used by other processes during each measurement", "",
-           "Cores' worth of CPU time used by other processes (/proc/stat minus this process) "
-           "over the wall time; – : shorter than 0.5 s (not measurable).", ""]
-    md += h.markdown(["measurement", *cols], [
-        [k, *[h.fmt(e[k]["other_processes_cores"], 2) for e in ph]] for k in names] + [
-        [k, *[h.fmt(q[k]["other_processes_cores"], 2) for q in rn]] for k in rn[0]])
+          "internals, BLAS or ARPACK work arrays); other cores = CPU cores used by other "
+          "processes during the measurement (/proc/stat; – : shorter than 0.5 s).", ""]
+
+    def cells(e):
+        peak = e.get("tracemalloc_peak_mib")
+        return (f"{e['max_rss_mib_after']:.0f} MiB / {'–' if peak is None else f'{peak:.0f} MiB'}"
+                f" / {h.fmt(e['other_processes_cores'], 2)}")
+
+    md += h.markdown(["measurement", *[f"{c}: max RSS / tracemalloc peak / other cores"
+                                       for c in cols]],
+                     [[k, *[cells(p[k]) for p in ph]] for k in ph[0]]
+                     + [[k, *[cells(q[k]) for q in rn]] for k in rn[0]])
     md += ["", "## Fits on the cached graph", "", "solver = median time in "
            "skmcal.classifier.fit_posterior per fit; overhead = median fit - solver "
            "(validation, node look-up, graph-cache key); BLAS 1 thread = the fit under "
@@ -332,9 +278,9 @@ def render(head, results, args) -> str:
                   f" (cv acc {gs['ce']['best_cv_score']:.3f}), mgr best {gs['mgr']['best_params']}"
                   f" (cv acc {gs['mgr']['best_cv_score']:.3f}); ce mean fit time by (tau, gamma), "
                   f"ms: {gs['ce']['fit_time_by_params_ms']}")
-    if WARNINGS:
+    if h.WARNINGS:
         md += ["", "## Warnings raised", "", *[f"- [{p}] {c}: {m}" for p, c, m in
-                                              dict.fromkeys(WARNINGS)]]
+                                              dict.fromkeys(h.WARNINGS)]]
     return "\n".join(md) + "\n"
 
 
@@ -373,7 +319,7 @@ def main(argv=None):
     targets = {"graph_plus_spectrum_70k_s": TARGET_GRAPH_S, "ce_fit_ms": TARGET_CE_FIT_MS,
                "gridsearch_over_cold_fit": TARGET_GS_RATIO}
     stem.with_suffix(".json").write_text(json.dumps(
-        {"head": head, "targets": targets, "results": results, "warnings": WARNINGS}, indent=2,
+        {"head": head, "targets": targets, "results": results, "warnings": h.WARNINGS}, indent=2,
         default=str))
     print(f"\n{report}\nwrote {stem}.md and .json")
 

@@ -147,13 +147,12 @@ def compare_size(n, X, y, args) -> list[list[str]]:
     for c in configs:
         before, after = runs[c]
         med = [{k: statistics.median(x[k] for x in side) for k in ("total_ms", "update_ms",
-                                                                   "query_ms")}
+                                                                   "query_ms", "cpu_ms")}
                for side in (before, after)]
         same = all(a["picks"] == b["picks"] for a, b in zip(before, after, strict=False))
         row = [f"{c[0]}/{c[1]}", h.fmt(med[0]["total_ms"]), h.fmt(med[1]["total_ms"]),
-               f"{ratio(c):.2f}", f"{med[1]['update_ms'] / med[0]['update_ms']:.2f}",
-               f"{med[1]['query_ms'] / med[0]['query_ms']:.2f}", str(len(before)),
-               "yes" if same else "NO"]
+               f"{ratio(c):.2f}", *(f"{med[1][k] / med[0][k]:.2f}" for k in (
+                   "update_ms", "query_ms", "cpu_ms")), str(len(before)), "yes" if same else "NO"]
         rows.append(row)
         h.log("  " + " | ".join(row))
     return rows
@@ -185,13 +184,14 @@ def main(argv=None):
     md += [f"- one iteration = query 5 among a random 10% of the unlabeled nodes + teach "
            f"(modAL path of `bench_al.py`), {args.iterations} iterations from 20 labels; ms = "
            "median over the rounds of each round's median; ratio = after / before (also of "
-           "the update and query medians); rounds interleaved A B / B A",
+           "the update and query medians, and of the process's CPU time per iteration, less "
+           "sensitive to other processes than the wall clock); rounds interleaved A B / B A",
            f"- load average at start: {' '.join(f'{v:.2f}' for v in h.loadavg())}"]
     for n in args.sizes:
         rows = compare_size(n, X, y, args)
         md += ["", f"## N = {n:,}", "", *h.markdown(
-            ["config", "before ms", "after ms", "ratio", "update ratio", "query ratio", "rounds",
-             "same picks"], rows)]
+            ["config", "before ms", "after ms", "ratio", "update ratio", "query ratio",
+             "CPU-time ratio", "rounds", "same picks"], rows)]
     md.append(f"\n- load average at end: {' '.join(f'{v:.2f}' for v in h.loadavg())}")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "compare_revisions.md").write_text("\n".join(md) + "\n")
