@@ -16,7 +16,7 @@ time another source tree of skmcal (``compare_revisions.py``).
 - timing and memory: :data:`now` (``time.perf_counter``), :func:`measured`, :func:`repeat`,
   :func:`medians`, :func:`profile`, :func:`call_times`, :func:`max_rss_mib`;
 - results: :func:`header` (command, date, machine, versions, revision),
-  :func:`markdown`, :func:`write_csv`, :func:`log` / :func:`write_log`.
+  :func:`markdown`, :func:`write_csv`, :func:`log`, :func:`finish`.
 """
 
 from __future__ import annotations
@@ -60,14 +60,17 @@ LOG: list[str] = []
 
 # --------------------------------------------------------------------- logging
 def log(msg: str = "") -> None:
-    """Print ``msg`` with the time, and keep it for :func:`write_log`."""
+    """Print ``msg`` with the time, and keep it for :func:`finish`."""
     line = f"[{time.strftime('%H:%M:%S')}] {msg}" if msg else ""
     print(line, flush=True)
     LOG.append(line)
 
 
-def write_log(path: Path) -> None:
-    path.write_text("\n".join(LOG) + "\n")
+def finish(out: Path, stem: str, report: str) -> None:
+    """Write ``<out>/<stem>.md`` (the report) and ``<out>/<stem>.log`` (the log); print both."""
+    (out / f"{stem}.md").write_text(report)
+    (out / f"{stem}.log").write_text("\n".join(LOG) + "\n")
+    print(f"\n{report}\nwrote {out / stem}.md, {stem}_<N>.csv and {stem}.log")
 
 
 def command_line(argv) -> str:

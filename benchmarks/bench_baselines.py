@@ -284,11 +284,7 @@ def main(argv=None):
     head = h.header("Time per active-learning iteration of the paper's baselines "
                     "(`benchmarks/bench_baselines.py`)", h.command_line(argv), started, data,
                     h.final_revision(rev))
-    text = report(runs, args, head)
-    (args.out / "bench_baselines.md").write_text(text)
-    h.write_log(args.out / "bench_baselines.log")
-    print(f"\n{text}\nwrote {args.out / 'bench_baselines.md'}, bench_baselines_<N>.csv and "
-          "bench_baselines.log")
+    h.finish(args.out, "bench_baselines", report(runs, args, head))
 
 
 if __name__ == "__main__":
