@@ -37,11 +37,8 @@ from sklearn.base import BaseEstimator
 
 
 class FixedNeighbors(BaseEstimator):
-    """A kNN transformer that returns a neighbour graph stored in an ``.npz`` file.
-
-    It holds the file's path, not the matrix, so that skmcal's graph key
-    (which hashes the transformer at each fit) stays cheap.
-    """
+    """A kNN transformer returning the neighbour graph of an ``.npz`` file (its path is the
+    parameter, not the matrix, so that skmcal's graph key, which hashes it, stays cheap)."""
 
     def __init__(self, path=None):
         self.path = path
@@ -104,8 +101,7 @@ class Tree:
         return json.loads(self.proc.stdout.readline())
 
     def close(self):
-        self.proc.stdin.close()
-        self.proc.wait()
+        self.proc.communicate()
 
 
 def compare_size(n, X, y, args) -> list[list[str]]:
