@@ -75,7 +75,7 @@ def markdown_table(stats: dict, configs: dict) -> list[str]:
                 cells.append("failed")
                 continue
             cell = f"{acc[:, c].mean():.3f} ± {acc[:, c].std():.3f}"
-            cells.append(f"**{cell}**" if math.isclose(acc[:, c].mean(), b) else cell)
+            cells.append(f"**{cell}**" if f"{b:.3f}" == cell[:5] else cell)
         name = f"**{m}**" if m == "default" else m
         lines.append(
             f"| {name} | " + " | ".join(cells) + f" | {100 * stats[m]['drop']:.1f} | "
