@@ -228,10 +228,7 @@ def run_dataset(name: str, args, info: dict) -> None:
                 learner = make_learner(CONFIGS[method], pool, codes, data, graphs)
                 run_one(learner, codes, args.seed, trial, emit, note)
             except Exception as exc:  # a peer that breaks is a result, not a crash
-                note(
-                    f"failed at {N_START + BATCH * max(len(rows) - 1, 0)} labels: "
-                    f"{type(exc).__name__}: {exc}"
-                )
+                note(f"failed at {CHECKPOINTS[len(rows)]} labels: {type(exc).__name__}: {exc}")
                 for n_labels in CHECKPOINTS[len(rows) :]:
                     emit(n_labels, math.nan, math.nan)
             log(f"  trial {trial} {method:16s} {time.perf_counter() - started:7.1f} s")
@@ -269,6 +266,11 @@ def main(argv=None) -> None:
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(args.threads)
+        try:
+            import graphlearning  # noqa: F401
+        except ImportError:
+            log("graphlearning is not installed (pip install -e '.[bench]'): its methods skipped")
+            args.graphlearning = False
         info = {
             "command": shlex.join(["python", "benchmarks/bench_accuracy.py", *sys.argv[1:]]),
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
