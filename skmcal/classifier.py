@@ -77,7 +77,7 @@ def _check_tau_gamma(loss, tau, gamma):
                 f"{np.sqrt(_HUGE):.1e}."
             )
     ratio = 2.0 / tau**2 if tau is not None else 0.0
-    if loss == "ce" and ratio > CE_MAX_CONDITION:
+    if LOSSES[loss].family == "softmax" and ratio > CE_MAX_CONDITION:
         raise ValueError(
             f"tau={tau!r} is too small for loss='ce': the posterior variance 1/tau^2 of the "
             f"class mean (along which the cross-entropy is flat) is up to 2/tau^2 = "
