@@ -54,19 +54,18 @@ import scipy.sparse as sp
 from . import __version__
 from .baselines import BASELINES, db_rkhs, sopt_hf, vopt_hf
 from .classifier import SpectralGraphClassifier
+from .datasets import DATASETS, load_dataset
 from .graph import NodeSet
 from .losses import LOSSES
 from .query import model_change, random_sampling, sopt, uncertainty, vopt
 
 __all__ = [
-    "DATASETS",
     "NEIGHBORS",
     "RESULT_COLUMNS",
     "CHOICE_COLUMNS",
     "STRATEGIES",
     "ExperimentResult",
     "StrategySpec",
-    "load_dataset",
     "parse_strategy",
     "run_experiment",
     "summarize",
@@ -104,15 +103,6 @@ STRATEGIES: dict[str, tuple[Callable, dict[str, Any]]] = {
     "vopt-hf": (vopt_hf, {}),
     "sopt-hf": (sopt_hf, {}),
     "db-rkhs": (db_rkhs, {}),
-}
-
-#: Data sets known by name: graph defaults of the paper and labels per class
-#: at the start (Binary-Clusters: one per class; the others: two).
-DATASETS: dict[str, dict[str, Any]] = {
-    "binary-clusters": {"kernel": "gaussian", "n_neighbors": 10, "n_initial": 1},
-    "mnist-test": {"kernel": "gaussian", "n_neighbors": 10, "n_initial": 2},
-    "fashion-mnist": {"kernel": "gaussian", "n_neighbors": 10, "n_initial": 2},
-    "samson": {"kernel": "cosine", "n_neighbors": 15, "n_initial": 2},
 }
 
 #: Defaults of a data set given as an ``(X, y)`` pair.
@@ -197,50 +187,6 @@ def parse_strategy(spec: str, default_loss: str) -> StrategySpec:
             f"Unknown loss {loss!r} in strategy {spec!r}; accepted: {', '.join(LOSSES)}."
         )
     return StrategySpec(name, loss)
-
-
-def load_dataset(
-    name: str,
-    *,
-    n_samples: int | None = None,
-    data_home: str | os.PathLike[str] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Load a data set of :data:`DATASETS` by name.
-
-    Parameters
-    ----------
-    name : {"binary-clusters", "mnist-test", "fashion-mnist", "samson"}
-        The data set.
-    n_samples : int, default=None
-        Keep only the first ``n_samples`` points. None keeps all.
-    data_home : str or path-like, default=None
-        The data folder for the loaders of :mod:`skmcal.datasets`; None
-        takes each loader's default.
-
-    Returns
-    -------
-    X : ndarray of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
-    """
-    from . import datasets
-
-    key = name.lower() if isinstance(name, str) else name
-    home = {} if data_home is None else {"data_home": data_home}
-    if key == "binary-clusters":
-        X, y = datasets.make_binary_clusters()
-    elif key == "mnist-test":
-        X, y = datasets.load_mnist_test(n_samples=n_samples, **home)
-    elif key == "fashion-mnist":
-        X, y = datasets.load_fashion_mnist(n_samples=n_samples, **home)
-    elif key == "samson":
-        X, y = datasets.load_hsi("samson", **home)
-    else:
-        raise ValueError(
-            f"Unknown data set {name!r}; accepted: {', '.join(DATASETS)}, or an (X, y) pair."
-        )
-    if n_samples is not None:
-        X, y = X[:n_samples], y[:n_samples]
-    return X, y
 
 
 # --------------------------------------------------------------------------
@@ -440,8 +386,12 @@ def _neighbors_estimator(neighbors, *, kernel, n_neighbors, n_nodes, seed):
 def _resolve_dataset(dataset, n_samples, data_home):
     """``(name, X, y, defaults)`` of a named data set or an ``(X, y)`` pair."""
     if isinstance(dataset, str):
+        if dataset.lower() not in DATASETS:
+            raise ValueError(
+                f"Unknown data set {dataset!r}; accepted: {', '.join(DATASETS)}, or an (X, y) pair."
+            )
         X, y = load_dataset(dataset, n_samples=n_samples, data_home=data_home)
-        return dataset.lower(), X, y, DATASETS[dataset.lower()]
+        return dataset.lower(), X, y, DATASETS[dataset.lower()].defaults
     if isinstance(dataset, Sequence) and len(dataset) == 2:
         X, y = _check_pair(*dataset)
         if n_samples is not None:
@@ -780,8 +730,9 @@ def run_experiment(
     Parameters
     ----------
     dataset : str or (X, y), default="binary-clusters"
-        A name of :data:`DATASETS` (``"binary-clusters"``, ``"mnist-test"``,
-        ``"fashion-mnist"``, ``"samson"``; see :func:`load_dataset`) or an
+        A name of :data:`skmcal.datasets.DATASETS` (``"binary-clusters"``,
+        ``"mnist-test"``, ``"fashion-mnist"``, ``"samson"``; see
+        :func:`skmcal.datasets.load_dataset`) or an
         ``(X, y)`` pair (any label values; ``-1`` is an ordinary label here).
     strategies : sequence of str, default=("mc", "vopt", "sopt", "unc", "rand")
         ``"name"`` or ``"name:loss"``, names from :data:`STRATEGIES`
@@ -840,7 +791,9 @@ def run_experiment(
     n_samples : int, default=None
         Use only the first ``n_samples`` points of the data set.
     data_home : str or path-like, default=None
-        Data folder for the named data sets (see :mod:`skmcal.datasets`).
+        Data folder for the named data sets; None resolves it by
+        :func:`skmcal.datasets.get_data_home` (``SKMCAL_DATA``, else
+        ``~/skmcal_data``).
     progress : bool, default=True
         Show a tqdm progress bar with the current accuracy.
 

@@ -1,7 +1,24 @@
-"""Test-session settings."""
+"""Test-session settings: one BLAS thread, and the data home of the real data sets."""
+
+import os
+from pathlib import Path
 
 import pytest
 from threadpoolctl import threadpool_limits
+
+from skmcal.datasets import DATA_ENV
+
+#: The project's shared real data, beside the repository (../shared/data; its
+#: README says where each file comes from). Tests that need a file of it skip
+#: when it is absent.
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def pytest_configure(config):
+    # Every loader's default data home (skmcal.datasets.get_data_home) is the
+    # shared data, whether or not it exists here: the tests never read the
+    # user's own ~/skmcal_data or $SKMCAL_DATA.
+    os.environ[DATA_ENV] = str(SHARED_DATA)
 
 
 @pytest.fixture(autouse=True, scope="session")

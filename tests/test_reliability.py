@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,10 +16,11 @@ from threadpoolctl import threadpool_limits
 
 from skmcal import NodeSet, SpectralGraphClassifier
 from skmcal.baselines import vopt_hf
+from skmcal.datasets import get_data_home
 from skmcal.experiment import run_experiment
 from skmcal.query import model_change, random_sampling, sopt, uncertainty, vopt
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = get_data_home()  # ../shared/data, set by tests/conftest.py
 STRATEGIES = [model_change, vopt, sopt, uncertainty, random_sampling]
 
 
