@@ -3,6 +3,7 @@
 from ._threads import get_blas_threads, set_blas_threads
 from .classifier import SpectralGraphClassifier
 from .graph import GRAPH_CACHE, NodeSet, SpectralGraph, clear_graph_cache
+from .modal_compat import patch_modal
 from .query import model_change, random_sampling, sopt, uncertainty, vopt
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "clear_graph_cache",
     "get_blas_threads",
     "model_change",
+    "patch_modal",
     "random_sampling",
     "set_blas_threads",
     "sopt",

@@ -14,6 +14,10 @@ one point: a strategy scores the first of equal nodes only, never returns a
 node equal to a labeled one, and never returns two equal rows in one batch
 (of rows of ``X_pool`` on one node, the first stands for all).
 
+modAL 0.4.2.1's ``teach()`` fails on scikit-learn >= 1.8 until
+:func:`skmcal.patch_modal` is called once; importing this module patches
+nothing.
+
 Options
 -------
 candidates : None, float in (0, 1], int or array of row indices, default=None
@@ -40,9 +44,6 @@ from sklearn.utils.validation import check_is_fitted
 from . import acquisition
 from .classifier import SpectralGraphClassifier
 from .graph import NodeSet
-from .modal_compat import patch_modal
-
-patch_modal()
 
 BATCH_MODES = ("topk", "greedy")
 

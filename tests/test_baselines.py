@@ -18,7 +18,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
 
-from skmcal import NodeSet, SpectralGraphClassifier
+from skmcal import NodeSet, SpectralGraphClassifier, patch_modal
 from skmcal.baselines import (
     BASELINES,
     DENSE_HF_MAX_UNLABELED,
@@ -433,6 +433,7 @@ def test_singular_labeled_kernel_is_a_clear_error():
 # --------------------------------------------------------------------- modAL
 def test_modal_learner_supplies_the_labels():
     modal_models = pytest.importorskip("modAL.models")
+    patch_modal()  # modAL 0.4.2.1's teach() on scikit-learn >= 1.8
     _, pool, X, y_true, labeled = _pool()
     learner = modal_models.ActiveLearner(
         estimator=SpectralGraphClassifier("gr", nodes=pool, n_eigs=8),

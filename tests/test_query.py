@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -30,6 +32,8 @@ from skmcal.query import model_change, random_sampling, sopt, uncertainty, vopt
 modal_models = pytest.importorskip("modAL.models")
 import modAL.models.learners as modal_learners  # noqa: E402
 from modAL.models import ActiveLearner  # noqa: E402
+
+skmcal.patch_modal()  # modAL 0.4.2.1's teach() on scikit-learn >= 1.8
 
 N_EIGS = 8
 STRATEGIES = {
@@ -461,6 +465,16 @@ def test_modal_loop_end_to_end(loss):
     assert learner.X_training.shape[0] == labeled.size + 250
 
 
+def test_importing_skmcal_patches_nothing():
+    code = (
+        "import sklearn.utils, skmcal, skmcal.query, skmcal.experiment, skmcal.baselines\n"
+        "import modAL.models.learners as learners\n"
+        "assert learners.check_X_y is sklearn.utils.check_X_y\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
 def test_modal_teach_needs_the_patch(monkeypatch):
     from skmcal.modal_compat import _check_X_y_compat, patch_modal
 
@@ -469,7 +483,8 @@ def test_modal_teach_needs_the_patch(monkeypatch):
     assert "force_all_finite" not in inspect.signature(sklearn.utils.check_X_y).parameters
     with pytest.raises(TypeError, match="force_all_finite"):
         sklearn.utils.check_X_y(X, y, force_all_finite=True)
-    # ... so importing skmcal.query patched modAL's name, and only modAL's
+    # ... so skmcal.patch_modal() (called above) patched modAL's name, and only modAL's
+    assert skmcal.patch_modal is patch_modal
     assert modal_learners.check_X_y is _check_X_y_compat
     assert sklearn.utils.check_X_y is not _check_X_y_compat
     assert patch_modal() is False  # idempotent: nothing left to patch
