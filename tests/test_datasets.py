@@ -8,6 +8,7 @@ everything else runs on tiny files written to tmp_path.
 
 import gzip
 import struct
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -577,3 +578,19 @@ def test_load_npz_reads_x_and_y(tmp_path):
     np.savez(tmp_path / "noy.npz", X=np.ones((3, 2)))
     with pytest.raises(ValueError, match=r"has no array\(s\) \['y'\]; it holds \['X'\]"):
         datasets.load_npz(tmp_path / "noy.npz")
+
+
+def test_read_npz_reads_what_numpy_writes(tmp_path):
+    path = tmp_path / "a.npz"
+    arrays = {"X": np.arange(12.0).reshape(3, 4), "F": np.asfortranarray(np.eye(3)),
+              "y": np.array([1, 2, 3], dtype=np.int16), "s": np.array(["ab", "c"])}
+    np.savez_compressed(path, **arrays)
+    got = datasets.read_npz(path)
+    assert sorted(got) == sorted(arrays)
+    for key, value in arrays.items():
+        np.testing.assert_array_equal(got[key], value)
+        assert got[key].dtype == value.dtype
+    with zipfile.ZipFile(path) as archive:
+        assert {i.filename for i in archive.infolist()} == {f"{k}.npy" for k in arrays}
+    with pytest.raises(FileNotFoundError):
+        datasets.read_npz(tmp_path / "missing.npz")
