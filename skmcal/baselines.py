@@ -239,7 +239,7 @@ def _labeled_codes(clf: SpectralGraphClassifier, learner, labels, who: str) -> n
 
 
 def _query(scorer, clf, X_pool, n_instances, candidates, batch, random_state):
-    """Candidates, scores, top-k or greedy batch through :func:`skmcal.query._choose`.
+    """Candidates, scores, top-k, greedy or LocalMax batch through :func:`skmcal.query._choose`.
 
     ``scorer`` has ``scores(nodes) -> ndarray`` and ``add(node) -> scorer``
     (the model with ``node`` labeled, for greedy batches).
@@ -257,6 +257,7 @@ def _query(scorer, clf, X_pool, n_instances, candidates, batch, random_state):
         n_instances,
         batch,
         rng,
+        clf.graph_.weights,
     )
 
 

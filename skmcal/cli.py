@@ -184,7 +184,26 @@ def _build_parser() -> argparse.ArgumentParser:
         "--initial",
         type=_auto_or(int),
         default="auto",
-        help="initial labels per class; auto: 1 for binary-clusters, else 2",
+        help="initial labels per class; auto: 1 for binary-clusters, else 2; 0: start "
+        "from no label (with --cold-start)",
+    )
+    run.add_argument(
+        "--cold-start",
+        type=int,
+        default=None,
+        metavar="N",
+        help="start from no label (--initial 0, implied by default): choose the first N "
+        "labels from the graph alone "
+        "(skmcal.cold_start); more come the same way until two classes are labeled",
+    )
+    run.add_argument(
+        "--stop",
+        nargs="+",
+        default=None,
+        metavar="RULE",
+        help="end each run at the first iteration where a rule says stop: kappa[:0.99] "
+        "(stabilising predictions), mc:TOL (largest relative model change <= TOL), "
+        "budget:N (N labels); --iterations is then the most",
     )
     run.add_argument(
         "--candidates",
@@ -250,6 +269,10 @@ def _report(result: ExperimentResult, out: Path, plots: bool, name: str) -> None
         f"{config['trials']} trial(s) x {config['iterations']} iterations of "
         f"{config['batch_size']} queries"
     )
+    if not result.stops.empty:
+        ends = result.stops.groupby("strategy", sort=False)["iteration"].agg(list)
+        for strategy, its in ends.items():
+            print(f"stopped: {strategy} at iteration(s) {its}")
     if result.runs_skipped:
         print(f"resumed: {len(result.runs_skipped)} run(s) already complete in {out}")
     print(format_summary(result.summary()))
@@ -312,6 +335,8 @@ def _main(args) -> int:
             "neighbors": args.neighbors,
             "n_eigs": args.n_eigs,
             "n_initial": args.initial,
+            "cold_start": args.cold_start,
+            "stop": args.stop,
             "candidates": args.candidates,
             "n_samples": args.n_samples,
             "data_home": args.data_home,

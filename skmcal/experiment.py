@@ -25,6 +25,9 @@ Output folder (when ``out`` is given):
 ``choices.csv``
     The labeled nodes: ``trial, strategy, iteration, node`` (iteration 0:
     the initial labels; iteration ``i``: the nodes queried at round ``i``).
+``stops.csv``
+    With stopping rules (``stop=``): ``trial, strategy, iteration, rule`` of
+    each run that a rule ended (at ``iterations`` at the latest).
 ``config.json``
     The settings of the run. A run into a folder that already holds one
     resumes it: (trial, strategy) runs already complete are kept, partial
@@ -54,15 +57,18 @@ import scipy.sparse as sp
 from . import __version__
 from .baselines import BASELINES, db_rkhs, sopt_hf, vopt_hf
 from .classifier import SpectralGraphClassifier
+from .coldstart import cold_start as graph_cold_start
 from .datasets import DATASETS, load_dataset
 from .graph import NodeSet
 from .losses import LOSSES
 from .query import model_change, random_sampling, sopt, uncertainty, vopt
+from .stopping import make_rule
 
 __all__ = [
     "NEIGHBORS",
     "RESULT_COLUMNS",
     "CHOICE_COLUMNS",
+    "STOP_COLUMNS",
     "STRATEGIES",
     "ExperimentResult",
     "StrategySpec",
@@ -79,8 +85,12 @@ RESULT_COLUMNS = ("trial", "iteration", "n_labeled", "strategy", "accuracy", "ti
 #: Columns of ``choices.csv`` and of :attr:`ExperimentResult.choices`.
 CHOICE_COLUMNS = ("trial", "strategy", "iteration", "node")
 
+#: Columns of ``stops.csv`` and of :attr:`ExperimentResult.stops`.
+STOP_COLUMNS = ("trial", "strategy", "iteration", "rule")
+
 RESULTS_FILE = "results.csv"
 CHOICES_FILE = "choices.csv"
+STOPS_FILE = "stops.csv"
 CONFIG_FILE = "config.json"
 
 #: Keys of ``config.json`` not compared when resuming.
@@ -90,10 +100,13 @@ _UNCOMPARED_KEYS = frozenset({"skmcal_version"})
 STRATEGIES: dict[str, tuple[Callable, dict[str, Any]]] = {
     "mc": (model_change, {}),
     "mc-greedy": (model_change, {"batch": "greedy"}),
+    "mc-localmax": (model_change, {"batch": "localmax"}),
     "vopt": (vopt, {}),
     "vopt-greedy": (vopt, {"batch": "greedy"}),
+    "vopt-localmax": (vopt, {"batch": "localmax"}),
     "sopt": (sopt, {}),
     "sopt-greedy": (sopt, {"batch": "greedy"}),
+    "sopt-localmax": (sopt, {"batch": "localmax"}),
     "unc": (uncertainty, {"measure": "margin"}),
     "unc-entropy": (uncertainty, {"measure": "entropy"}),
     "unc-lc": (uncertainty, {"measure": "least_confident"}),
@@ -223,6 +236,9 @@ class ExperimentResult:
     graph_seconds : float or None
         Seconds of the first fit, which builds the graph and its spectrum
         (or takes them from the graph cache); None if nothing was run.
+    stops : pandas.DataFrame
+        Columns :data:`STOP_COLUMNS`: the runs a stopping rule ended, with
+        the iteration and the rule.
     """
 
     results: pd.DataFrame
@@ -234,6 +250,7 @@ class ExperimentResult:
     runs_done: list[tuple[int, str]] = field(default_factory=list)
     runs_skipped: list[tuple[int, str]] = field(default_factory=list)
     graph_seconds: float | None = None
+    stops: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(STOP_COLUMNS)))
 
     @property
     def results_path(self) -> Path | None:
@@ -267,21 +284,22 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     -------
     pandas.DataFrame
         One row per strategy, in order of first appearance, with columns
-        ``strategy``, ``n_labeled`` (at the last iteration), ``accuracy_mean``,
+        ``strategy``, ``n_labeled`` (at each trial's last iteration, the mean
+        over trials when stopping rules ended them apart), ``accuracy_mean``,
         ``accuracy_std`` (population std over trials, 0 for one trial),
         ``time_mean`` (seconds per iteration, iterations >= 1) and ``trials``.
     """
     rows = []
     for strategy in pd.unique(results["strategy"]):
         part = results[results["strategy"] == strategy]
-        last = part[part["iteration"] == part["iteration"].max()]
+        last = part.loc[part.groupby("trial")["iteration"].idxmax()]
         accuracy = last["accuracy"].to_numpy(dtype=float)
         times = part["time"].to_numpy(dtype=float)
         times = times[np.isfinite(times)]
         rows.append(
             {
                 "strategy": strategy,
-                "n_labeled": int(last["n_labeled"].max()),
+                "n_labeled": int(round(last["n_labeled"].mean())),
                 "accuracy_mean": float(accuracy.mean()),
                 "accuracy_std": float(accuracy.std()),
                 "time_mean": float(times.mean()) if times.size else math.nan,
@@ -530,6 +548,11 @@ def _parse_rows(path: Path, lines: list[list[str]], columns, parse) -> list[dict
     return rows
 
 
+def _parse_stop(row):
+    trial, strategy, iteration, rule = row
+    return {"trial": int(trial), "strategy": strategy, "iteration": int(iteration), "rule": rule}
+
+
 def _parse_choice(row):
     trial, strategy, iteration, node = row
     return {
@@ -558,14 +581,16 @@ def _load_previous(
     iterations: int,
     n_chosen: tuple[int, int],
 ):
-    """Results and choices of the complete runs found in ``out``; partial ones dropped.
+    """Results, choices and stops of the complete runs found in ``out``; partial ones dropped.
 
     A run is complete when ``results.csv`` holds its iterations 0 to
-    ``iterations`` once each, and ``choices.csv`` its ``n_chosen[0]`` initial
-    nodes and ``n_chosen[1]`` nodes at every iteration.
+    ``iterations`` (or to the iteration where ``stops.csv`` says a stopping
+    rule ended it) once each, and ``choices.csv`` its ``n_chosen[0]``
+    initial nodes and ``n_chosen[1]`` nodes at every iteration after 0.
     """
     config_path = out / CONFIG_FILE
     results_path, choices_path = out / RESULTS_FILE, out / CHOICES_FILE
+    stops_path = out / STOPS_FILE
     if config_path.exists():
         try:
             saved = json.loads(config_path.read_text(encoding="utf-8"))
@@ -588,6 +613,11 @@ def _load_previous(
     if choices_path.exists():
         lines = _check_header(choices_path, _read_complete_lines(choices_path), CHOICE_COLUMNS)
         choices = _parse_rows(choices_path, lines, CHOICE_COLUMNS, _parse_choice)
+    stops = []
+    if stops_path.exists():
+        lines = _check_header(stops_path, _read_complete_lines(stops_path), STOP_COLUMNS)
+        stops = _parse_rows(stops_path, lines, STOP_COLUMNS, _parse_stop)
+    last = {(r["trial"], r["strategy"]): r["iteration"] for r in stops}
 
     seen: dict[tuple[int, str], list[int]] = {}
     for row in results:
@@ -595,18 +625,21 @@ def _load_previous(
     chosen: dict[tuple[int, str], list[int]] = {}
     for row in choices:
         chosen.setdefault((row["trial"], row["strategy"]), []).append(row["iteration"])
-    want_iterations = list(range(iterations + 1))
-    want_chosen = [0] * n_chosen[0] + sorted(list(range(1, iterations + 1)) * n_chosen[1])
+
+    def wanted(run):
+        end = last.get(run, iterations)
+        chosen_at = [0] * n_chosen[0] + sorted(list(range(1, end + 1)) * n_chosen[1])
+        return list(range(end + 1)), chosen_at
+
     complete = {
         run
         for run, its in seen.items()
-        if run in expected
-        and sorted(its) == want_iterations
-        and sorted(chosen.get(run, [])) == want_chosen
+        if run in expected and (sorted(its), sorted(chosen.get(run, []))) == wanted(run)
     }
     results = [r for r in results if (r["trial"], r["strategy"]) in complete]
     choices = [c for c in choices if (c["trial"], c["strategy"]) in complete]
-    return results, choices, complete
+    stops = [c for c in stops if (c["trial"], c["strategy"]) in complete]
+    return results, choices, stops, complete
 
 
 # --------------------------------------------------------------------------
@@ -617,13 +650,15 @@ def _load_previous(
 class _Sink:
     """Rows kept in memory and, with an output folder, appended to the CSV files."""
 
-    def __init__(self, out: Path | None, results: list, choices: list):
-        self.results, self.choices = results, choices
+    def __init__(self, out: Path | None, results: list, choices: list, stops: list | None):
+        self.results, self.choices, self.stops = results, choices, stops
         self._files = []
-        self._results_writer = self._choices_writer = None
+        self._results_writer = self._choices_writer = self._stops_writer = None
         if out is not None:
             self._results_writer = self._open(out / RESULTS_FILE)
             self._choices_writer = self._open(out / CHOICES_FILE)
+            if stops is not None:
+                self._stops_writer = self._open(out / STOPS_FILE)
 
     def _open(self, path):
         f = path.open("a", encoding="utf-8", newline="")
@@ -639,6 +674,13 @@ class _Sink:
         if self._choices_writer is not None:
             f, writer = self._choices_writer
             writer.writerows([[r[c] for c in CHOICE_COLUMNS] for r in rows])
+            f.flush()
+
+    def add_stop(self, row):
+        self.stops.append(row)
+        if self._stops_writer is not None:
+            f, writer = self._stops_writer
+            writer.writerow([row[c] for c in STOP_COLUMNS])
             f.flush()
 
     def add_result(self, row):
@@ -676,9 +718,9 @@ def _labeled_points(clf):
     return labeled[first]
 
 
-def _n_labeled(clf) -> int:
+def _n_labeled(pool, labeled) -> int:
     """Distinct points labeled: equal nodes count once."""
-    return int(np.unique(clf.node_set_.first_equal[clf.labeled_nodes_]).size)
+    return int(np.unique(pool.first_equal[labeled]).size)
 
 
 def _accuracy(clf, codes, name=None):
@@ -695,6 +737,15 @@ def _accuracy(clf, codes, name=None):
     return float(np.mean(predicted[unlabeled] == codes[unlabeled]))
 
 
+def _one_class_accuracy(codes, labeled):
+    """Accuracy on the unlabeled nodes of predicting the one labeled class everywhere."""
+    unlabeled = np.ones(codes.size, dtype=bool)
+    unlabeled[labeled] = False
+    if not unlabeled.any():
+        return math.nan
+    return float(np.mean(codes[unlabeled] == codes[labeled[0]]))
+
+
 def run_experiment(
     dataset: str | tuple = "binary-clusters",
     *,
@@ -707,11 +758,13 @@ def run_experiment(
     n_eigs: int = 50,
     neighbors: Any = "exact",
     n_initial: int | str = "auto",
+    cold_start: int | None = None,
     batch_size: int = 5,
     iterations: int = 100,
     candidates: float | int | None = 0.1,
     trials: int = 5,
     seed: int = 0,
+    stop: str | Sequence[str] | None = None,
     out: str | os.PathLike[str] | None = None,
     n_samples: int | None = None,
     data_home: str | os.PathLike[str] | None = None,
@@ -736,9 +789,10 @@ def run_experiment(
         ``(X, y)`` pair (any label values; ``-1`` is an ordinary label here).
     strategies : sequence of str, default=("mc", "vopt", "sopt", "unc", "rand")
         ``"name"`` or ``"name:loss"``, names from :data:`STRATEGIES`
-        (``mc``, ``mc-greedy``, ``vopt``, ``vopt-greedy``, ``sopt``,
-        ``sopt-greedy``, ``unc`` (margin), ``unc-entropy``, ``unc-lc``,
-        ``rand``, and the baselines ``vopt-hf``, ``sopt-hf``, ``db-rkhs``).
+        (``mc``, ``vopt``, ``sopt``, each also with ``-greedy`` or
+        ``-localmax`` batches (``mc-greedy``, ``mc-localmax``, ...), ``unc``
+        (margin), ``unc-entropy``, ``unc-lc``, ``rand``, and the baselines
+        ``vopt-hf``, ``sopt-hf``, ``db-rkhs``).
         The loss is the model the strategy queries for and whose accuracy is
         recorded (a baseline is scored in its own model); without one,
         ``loss``. Each must be unique.
@@ -768,7 +822,16 @@ def run_experiment(
         (None for exact, the name, or the estimator's repr).
     n_initial : int or "auto", default="auto"
         Initial labels per class; "auto": 1 for ``binary-clusters`` (the
-        paper's two initial labels), 2 otherwise.
+        paper's two initial labels), 2 otherwise; 0 (and "auto" with
+        ``cold_start``): start from no label, with ``cold_start``.
+    cold_start : int, default=None
+        With ``n_initial=0``: the number of first labels, chosen from the
+        graph alone by :func:`skmcal.cold_start` (the same for every
+        strategy of a trial). While fewer than two classes are labeled, no
+        model can be fitted: each iteration then takes ``batch_size`` more
+        rows by :func:`skmcal.cold_start` (clusters without a label), and
+        the accuracy recorded is that of predicting the one class seen
+        everywhere. Classes join the model when their first label arrives.
     batch_size : int, default=5
         ``B``, nodes queried per iteration.
     iterations : int, default=100
@@ -783,6 +846,14 @@ def run_experiment(
         ``SeedSequence([seed, t])``: its initial labels and the candidate
         stream (the same stream for every strategy), so each (trial,
         strategy) run can be reproduced alone.
+    stop : str or sequence of str, default=None
+        Stopping rules (:func:`skmcal.stopping.make_rule`: ``"kappa:0.99"``,
+        ``"mc:0.01"``, ``"budget:300"``), fresh for each run and updated
+        after each refit (the ``kappa`` stop set and the ``mc`` sweep drawn
+        from ``SeedSequence([seed, t, 1])``, the same for every strategy of
+        trial ``t``); a run ends at the first iteration where one says stop,
+        ``iterations`` being then the most. Recorded in ``stops.csv`` and
+        :attr:`ExperimentResult.stops`.
     out : str or path-like, default=None
         Output folder (created): ``results.csv``, ``choices.csv``,
         ``config.json``, written as the run goes. An existing run with the
@@ -801,7 +872,7 @@ def run_experiment(
     -------
     ExperimentResult
         ``results`` (a DataFrame with columns :data:`RESULT_COLUMNS`),
-        ``choices``, ``config``, the data, the paths and the runs done.
+        ``choices``, ``stops``, ``config``, the data, the paths and the runs done.
 
     Raises
     ------
@@ -872,8 +943,23 @@ def run_experiment(
         n_neighbors = defaults["n_neighbors"]
     n_neighbors = _check_int(n_neighbors, "n_neighbors", 1)
     if n_initial == "auto":
-        n_initial = defaults["n_initial"]
-    n_initial = _check_int(n_initial, "n_initial", 1)
+        n_initial = 0 if cold_start is not None else defaults["n_initial"]
+    n_initial = _check_int(n_initial, "n_initial", 0)
+    if cold_start is not None:
+        cold_start = _check_int(cold_start, "cold_start", 1)
+        if n_initial:
+            raise ValueError(
+                f"cold_start={cold_start} chooses the first labels from the graph; it needs "
+                f"n_initial=0, got n_initial={n_initial}."
+            )
+    elif not n_initial:
+        raise ValueError(
+            "n_initial=0 starts from no label: give cold_start, the number of first labels "
+            "to choose from the graph alone."
+        )
+    stop = [] if stop is None else [stop] if isinstance(stop, str) else list(stop)
+    for rule in stop:
+        make_rule(rule)
     # Equal rows are one point: initial labels are drawn among distinct points
     # (the first of equal nodes), and every count below is of distinct points.
     points = pool.first_equal == np.arange(n_nodes)
@@ -883,10 +969,11 @@ def run_experiment(
         raise ValueError(
             f"n_initial={n_initial} labels per class, but the smallest class has {smallest} points."
         )
-    n_final = n_initial * n_classes + iterations * batch_size
+    n_first = cold_start or n_initial * n_classes
+    n_final = n_first + iterations * batch_size
     if n_final >= n_points:
         raise ValueError(
-            f"{n_initial} x {n_classes} initial labels + {iterations} iterations x "
+            f"{n_first} initial labels + {iterations} iterations x "
             f"{batch_size} queries = {n_final} labels, but there are only {n_points} "
             f"distinct points (at least one must stay unlabeled)."
         )
@@ -916,6 +1003,8 @@ def run_experiment(
         "gamma": gamma,
         "strategies": labels,
         "n_initial": n_initial,
+        "cold_start": cold_start,
+        "stop": stop or None,
         "batch_size": batch_size,
         "iterations": iterations,
         "candidates": candidates,
@@ -928,6 +1017,7 @@ def run_experiment(
     expected = {(t, lab) for t in range(trials) for lab in labels}
     results: list[dict] = []
     choices: list[dict] = []
+    stops: list[dict] = []
     complete: set[tuple[int, str]] = set()
     out_path = None
     if out is not None:
@@ -938,8 +1028,8 @@ def run_experiment(
             files = [p for p in (out_path, *out_path.parents) if p.is_file()]
             reason = f"{files[0]} is a file" if files else exc.strerror or str(exc)
             raise ValueError(f"Cannot use {out_path} as the output folder: {reason}.") from None
-        results, choices, complete = _load_previous(
-            out_path, config, expected, iterations, (n_initial * n_classes, batch_size)
+        results, choices, stops, complete = _load_previous(
+            out_path, config, expected, iterations, (n_first, batch_size)
         )
         _write_csv(out_path / RESULTS_FILE, RESULT_COLUMNS, map(_result_fields, results))
         _write_csv(
@@ -947,27 +1037,48 @@ def run_experiment(
             CHOICE_COLUMNS,
             ([c[k] for k in CHOICE_COLUMNS] for c in choices),
         )
+        if stop:
+            _write_csv(
+                out_path / STOPS_FILE,
+                STOP_COLUMNS,
+                ([c[k] for k in STOP_COLUMNS] for c in stops),
+            )
         (out_path / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         if complete:
             logger.info(
                 "Resuming %s: %d of %d runs complete.", out_path, len(complete), len(expected)
             )
 
+    graph_options = {
+        "kernel": kernel,
+        "n_neighbors": n_neighbors,
+        "n_eigs": n_eigs,
+        "neighbors": knn,
+    }
+
     def make_classifier(spec_loss):
-        return SpectralGraphClassifier(
-            spec_loss,
-            nodes=pool,
-            kernel=kernel,
-            n_neighbors=n_neighbors,
-            n_eigs=n_eigs,
-            neighbors=knn,
-            tau=tau,
-            gamma=gamma,
-        )
+        return SpectralGraphClassifier(spec_loss, nodes=pool, tau=tau, gamma=gamma, **graph_options)
+
+    first_labels: dict[int, np.ndarray] = {}
 
     def initial_labels(trial):
-        eligible = np.where(points, codes, -1)  # -1: a copy, never drawn
-        return _initial_labels(eligible, n_classes, n_initial, _trial_seeds(seed, trial)[0])
+        if trial not in first_labels:
+            trial_seed = _trial_seeds(seed, trial)[0]
+            if cold_start:
+                first_labels[trial] = np.sort(
+                    graph_cold_start(pool, cold_start, trial_seed, **graph_options)
+                )
+            else:
+                eligible = np.where(points, codes, -1)  # -1: a copy, never drawn
+                first_labels[trial] = _initial_labels(eligible, n_classes, n_initial, trial_seed)
+        return first_labels[trial]
+
+    def fit_if_possible(clf, labeled):
+        """Fit on the labeled nodes when they hold two classes; whether ``clf`` is fitted."""
+        if np.unique(codes[labeled]).size < 2:
+            return False
+        clf.fit(data[labeled], codes[labeled])
+        return True
 
     data = pool.data
     pending = [
@@ -979,67 +1090,86 @@ def run_experiment(
         # through the graph cache (its fit is not part of any timed iteration).
         start = time.perf_counter()
         first = initial_labels(pending[0][0])
-        make_classifier(pending[0][1].loss).fit(data[first], codes[first])
+        if not cold_start:  # (a cold start builds the graph itself)
+            make_classifier(pending[0][1].loss).fit(data[first], codes[first])
         graph_seconds = time.perf_counter() - start
         logger.info("Graph and spectrum of %d nodes: %.2f s.", n_nodes, graph_seconds)
 
     runs_done = []
     bar = _make_progress(progress and bool(pending), len(pending) * iterations)
-    sink = _Sink(out_path, results, choices)
+    sink = _Sink(out_path, results, choices, stops if stop else None)
     try:
         for trial, spec in pending:
             labeled = initial_labels(trial)
             rng = np.random.RandomState(_trial_seeds(seed, trial)[1])
+            rule_seed = int(np.random.SeedSequence([seed, trial, 1]).generate_state(1)[0])
+            rules = [make_rule(rule, random_state=rule_seed) for rule in stop]
             clf = make_classifier(spec.loss)
-            clf.fit(data[labeled], codes[labeled])
+            fitted = fit_if_possible(clf, labeled)
             if bar is not None:
                 bar.set_description(f"trial {trial + 1}/{trials} {spec.label}")
             sink.add_choices(trial, spec.label, 0, labeled)
-            accuracy = _accuracy(clf, codes, spec.name)
-            sink.add_result(
-                {
-                    "trial": trial,
-                    "iteration": 0,
-                    "n_labeled": _n_labeled(clf),
-                    "strategy": spec.label,
-                    "accuracy": accuracy,
-                    "time": math.nan,
-                }
-            )
-            baseline = BASELINES.get(spec.name)
-            for iteration in range(1, iterations + 1):
-                start = time.perf_counter()
-                if baseline is not None and baseline.needs_labels:
-                    extra = {"labels": codes[clf.labeled_nodes_]}
+            iteration, seconds = 0, math.nan
+            while True:
+                if fitted:
+                    accuracy = _accuracy(clf, codes, spec.name)
                 else:
-                    extra = {}
-                queried, _ = spec.function(
-                    clf,
-                    pool,
-                    batch_size,
-                    candidates=candidates,
-                    random_state=rng,
-                    **spec.options,
-                    **extra,
-                )
-                labeled = np.concatenate([labeled, queried])
-                clf.fit(data[labeled], codes[labeled])
-                seconds = time.perf_counter() - start
-                accuracy = _accuracy(clf, codes, spec.name)
-                sink.add_choices(trial, spec.label, iteration, queried)
+                    accuracy = _one_class_accuracy(codes, labeled)
                 sink.add_result(
                     {
                         "trial": trial,
                         "iteration": iteration,
-                        "n_labeled": _n_labeled(clf),
+                        "n_labeled": _n_labeled(pool, labeled),
                         "strategy": spec.label,
                         "accuracy": accuracy,
                         "time": seconds,
                     }
                 )
-                if bar is not None:
+                if iteration and bar is not None:
                     bar.set_postfix_str(f"acc={accuracy:.4f}", refresh=False)
                     bar.update(1)
+                for rule in rules if fitted else ():
+                    rule.update(clf)
+                stopped = [text for text, rule in zip(stop, rules, strict=True) if rule.should_stop]
+                if stopped:
+                    sink.add_stop(
+                        {
+                            "trial": trial,
+                            "strategy": spec.label,
+                            "iteration": iteration,
+                            "rule": stopped[0],
+                        }
+                    )
+                    if bar is not None:
+                        bar.update(iterations - iteration)
+                    break
+                if iteration == iterations:
+                    break
+                iteration += 1
+                start = time.perf_counter()
+                if not fitted:
+                    queried = graph_cold_start(
+                        pool, batch_size, rng, labeled=labeled, **graph_options
+                    )
+                else:
+                    baseline = BASELINES.get(spec.name)
+                    if baseline is not None and baseline.needs_labels:
+                        extra = {"labels": codes[clf.labeled_nodes_]}
+                    else:
+                        extra = {}
+                    queried, _ = spec.function(
+                        clf,
+                        pool,
+                        batch_size,
+                        candidates=candidates,
+                        random_state=rng,
+                        **spec.options,
+                        **extra,
+                    )
+                labeled = np.concatenate([labeled, queried])
+                fitted = fit_if_possible(clf, labeled)
+                seconds = time.perf_counter() - start
+                sink.add_choices(trial, spec.label, iteration, queried)
             runs_done.append((trial, spec.label))
     finally:
         sink.close()
@@ -1064,6 +1194,7 @@ def run_experiment(
     choices_df = in_run_order(
         choices, CHOICE_COLUMNS, {"trial": int, "iteration": int, "node": int}
     )
+    stops_df = in_run_order(stops, STOP_COLUMNS, {"trial": int, "iteration": int})
     return ExperimentResult(
         results=results_df,
         choices=choices_df,
@@ -1074,4 +1205,5 @@ def run_experiment(
         runs_done=runs_done,
         runs_skipped=sorted(complete),
         graph_seconds=graph_seconds,
+        stops=stops_df,
     )

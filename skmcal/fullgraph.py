@@ -24,8 +24,12 @@ Every solve is conjugate gradients preconditioned by a smoothed-aggregation
 algebraic multigrid hierarchy (:mod:`pyamg`) held by a :class:`LaplacianSolver`,
 one per graph, which reuses its hierarchy between fits (see there). A sparse
 direct factorisation is no alternative on kNN graphs: SuperLU's factor of the
-10,000-node MNIST graph has 18 million entries and takes 9 s, against 0.1 s for
-the hierarchy (``benchmarks/bench_fullgraph.py``).
+10-NN graph of 10,000 Fashion-MNIST images has 6.9 million entries and took
+1.8 s, against 0.08 s for the hierarchy (``benchmarks/bench_fullgraph.py``).
+
+The fits run with one BLAS thread (:mod:`skmcal._threads`): their dense
+algebra is thin (``N x n_classes`` QR, small Woodbury systems), and threaded
+BLAS spinning on a busy machine made it 100x slower.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ import pyamg
 import scipy.linalg
 import scipy.sparse as sp
 
+from ._threads import with_small_algebra
+from .fitting import ce_hessian
 from .losses import BinaryLoss, CrossEntropyLoss, MulticlassLoss
 from .posterior import zero_sum_basis
 
@@ -101,6 +107,8 @@ def _pcg(apply_a, apply_m, b, x, atol, max_iter):
         cols, r, p, rz = cols[going], r[:, going], p[:, going], rz[going]
         z = apply_m(r)
         rz_new = np.einsum("ij,ij->j", r, z)
+        if not np.all(rz_new > 0):  # preconditioner not positive definite here: give up
+            return x, total, False
         p = z + (rz_new / rz) * p
         rz = rz_new
     return x, total, False
@@ -124,7 +132,10 @@ class LaplacianSolver:
       keeps their spectral equivalence, so the correction is as good a
       preconditioner as a new hierarchy;
     - the hierarchy is rebuilt when an entry fell below it by more than the
-      slack or more than :data:`MAX_LOW_RANK` nodes would need a correction.
+      slack, when more than :data:`MAX_LOW_RANK` nodes would need a
+      correction, or when the shift seen by the smoothest mode ``D^1/2 1``
+      (on which ``L`` vanishes: ``d'shift``) changed by more than the slack
+      (a new ``tau``; a singular system after a shifted one).
 
     Parameters
     ----------
@@ -183,6 +194,12 @@ class LaplacianSolver:
     def _prepare(self, shift):
         """Make the preconditioner fit ``L + diag(shift)`` (see the class notes)."""
         if self._hierarchy is None or self._base_shift.shape != shift.shape:
+            self._build(shift)
+            return
+        # The smoothest mode, D^1/2 1, is seen by the shift alone (L vanishes on it).
+        weighted, new_weighted = self.degrees @ self._effective_shift, self.degrees @ shift
+        smooth = new_weighted / weighted if weighted > 0 else (1.0 if new_weighted == 0 else np.inf)
+        if not 1.0 / DIAGONAL_SLACK <= smooth <= DIAGONAL_SLACK:
             self._build(shift)
             return
         ratio = (1.0 + shift) / (1.0 + self._effective_shift)
@@ -291,7 +308,7 @@ class FullGraphFit:
         ``logistic`` and ``probit``; ``1 / gamma^2`` for ``mgr`` (the Hessian
         of every class); for ``ce`` the softmax rows ``pi_j`` at the MAP, the
         Hessian block of label j being ``(diag(pi_j) - pi_j pi_j') / gamma^2``
-        (pass them to :func:`skmcal.posterior.ce_hessian`).
+        (pass them to :func:`skmcal.fitting.ce_hessian`).
     n_iter : int
         Newton iterations (0 for ``gr`` and ``mgr``).
     n_cg : int
@@ -305,6 +322,38 @@ class FullGraphFit:
     n_iter: int
     n_cg: int
     converged: bool
+
+
+def spectral_hessian(loss, prior, P, fit: FullGraphFit, gamma: float) -> np.ndarray:
+    """Hessian of the spectral objective with the loss curvature of a full-graph fit.
+
+    The Laplace covariance around the full-graph MAP used by the acquisition
+    functions is the inverse of this matrix: the spectral model's posterior
+    precision ``Lambda_tau + P'HP`` with ``H`` taken at the full-graph latent
+    values of the labeled nodes (an approximation: the exact covariance is
+    ``(L + tau^2 I + P'HP)^-1`` over all nodes).
+
+    Parameters
+    ----------
+    loss : BinaryLoss or MulticlassLoss
+        The loss of ``fit``.
+    prior : ndarray of shape (M,)
+        ``eigenvalues + tau**2``.
+    P : ndarray of shape (n_labeled, M)
+        Eigenvector rows of the labeled nodes, in the order of the fit's labels.
+    fit : FullGraphFit
+    gamma : float
+        The loss scale of the fit.
+
+    Returns
+    -------
+    ndarray of shape (M, M), or (M n_classes, M n_classes) class-major for ``ce``
+    """
+    if isinstance(loss, CrossEntropyLoss):
+        return ce_hessian(prior, P, fit.curvature, gamma)
+    H = (P.T * fit.curvature) @ P
+    H[np.diag_indices_from(H)] += prior
+    return H
 
 
 def _selector(labeled, n_nodes):
@@ -338,6 +387,7 @@ def _check_inputs(loss, solver, labeled, targets, tau, gamma, init):
     return labeled.astype(np.intp), targets, init
 
 
+@with_small_algebra
 def fit_full_graph(
     loss,
     weights,
@@ -442,7 +492,9 @@ def _fit_gaussian(solver, P, targets, tau, gamma, init, tol):
         U += X @ (sigma[keep, None] * right[keep])
     latent = U[:, 0] if one_dim else U
     curvature = np.full(P.shape[0], 1.0 / gamma**2)
-    return FullGraphFit(latent=latent, curvature=curvature, n_iter=0, n_cg=n_cg, converged=converged)
+    return FullGraphFit(
+        latent=latent, curvature=curvature, n_iter=0, n_cg=n_cg, converged=converged
+    )
 
 
 class _BinaryProblem:

@@ -10,10 +10,6 @@
 - :func:`plot_uncertainty`: the posterior uncertainty of a fitted
   :class:`~skmcal.SpectralGraphClassifier` over its nodes (variance or
   margin), with the labeled nodes.
-- :func:`plot_timing`: time per iteration against the number of nodes
-  ``N``, one line per strategy (log-log), and optionally dash-dot lines of
-  other strategies in their own models (the paper's baselines) and grey
-  reference lines of another implementation.
 
 Each function takes DataFrames or arrays and the path of a PNG file, writes
 it and returns that path; without a path, :func:`plot_accuracy`,
@@ -37,7 +33,6 @@ import scipy.sparse as sp
 __all__ = [
     "plot_accuracy",
     "plot_choices",
-    "plot_timing",
     "plot_uncertainty",
     "spectral_coordinates",
 ]
@@ -47,14 +42,8 @@ PathLike = str | os.PathLike[str]
 #: Binary ground truth as in the paper's figures: red and blue.
 _BINARY_COLORS = ("#d62728", "#1f77b4")
 
-#: Losses whose curves are dashed in :func:`plot_timing` (multiclass models).
-_MULTICLASS_LOSSES = ("mgr", "ce")
-
 
 _LINE_STYLES = ("-", "--", ":", "-.")
-
-#: Markers of :func:`plot_timing`: one per loss, one per reference line.
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 def _figure(n_rows=1, n_cols=1, *, size=(6.4, 4.8)):
@@ -387,7 +376,7 @@ def _node_uncertainty(clf, measure):
     """Per-node posterior variance of the latent values, or the margin."""
     V = np.asarray(clf.eigenvectors_)
     if measure == "margin":
-        U = V @ clf.coef_
+        U = clf.posterior_.latent(slice(None))
         if U.ndim == 1:
             return np.abs(U)
         top = np.sort(U, axis=1)
@@ -484,176 +473,3 @@ def plot_uncertainty(
     ax.set_aspect("equal", adjustable="datalim")
     ax.legend(loc="best", fontsize="small")
     return _finish(fig, path, dpi)
-
-
-def _timing_stats(frame: pd.DataFrame, strategy, strategy_col, n_col, time_col):
-    """``(N, mean, std)`` of one strategy, sorted by ``N``; std None without repeats."""
-    part = frame[frame[strategy_col] == strategy]
-    stats = part.groupby(n_col)[time_col].agg(["mean", "std"]).sort_index()
-    std = stats["std"].fillna(0.0).to_numpy()
-    return stats.index.to_numpy(dtype=float), stats["mean"].to_numpy(), std if std.any() else None
-
-
-def _check_timings(frame: pd.DataFrame, columns, time_col: str, what: str) -> None:
-    _check_columns(frame, columns, what)
-    if frame.empty:
-        raise ValueError(f"{what}: the timings are empty.")
-    times = frame[time_col].to_numpy(dtype=float)
-    if np.any(~np.isfinite(times) | (times <= 0)):
-        raise ValueError(f"{what}: {time_col!r} must hold positive, finite times.")
-
-
-def plot_timing(
-    timings: pd.DataFrame,
-    path: PathLike,
-    *,
-    strategy_col: str = "strategy",
-    n_col: str = "N",
-    time_col: str = "seconds",
-    reference: pd.DataFrame | None = None,
-    baselines: pd.DataFrame | None = None,
-    unit: str = "s",
-    title: str | None = None,
-    dpi: int = 120,
-) -> Path:
-    """Time per active-learning iteration against the number of nodes ``N``.
-
-    One line per strategy on log-log axes, through the mean time at each
-    ``N`` (error bars: std over repeated rows, if any). Strategies named
-    ``name:loss`` share a colour per ``name`` and a marker per loss; those
-    with a multiclass loss (``:mgr``, ``:ce``) are dashed, the binary ones
-    solid, as in the paper's timing figure. Other strategies in their own
-    models (``baselines``, such as the paper's baselines of
-    :mod:`skmcal.baselines`) are drawn as coloured dash-dot lines, and
-    timings of another implementation (``reference``) as grey dotted lines.
-
-    Parameters
-    ----------
-    timings : pandas.DataFrame
-        One row per measurement, with columns ``strategy_col``, ``n_col`` and
-        ``time_col``.
-    path : str or path-like
-        The PNG file to write (its folder is created).
-    strategy_col, n_col, time_col : str, default="strategy", "N", "seconds"
-        The column names (of ``timings`` and ``reference``).
-    reference : pandas.DataFrame, default=None
-        Timings to compare with, such as graphlearning's, with the same
-        columns: one grey dotted line per value of ``strategy_col``,
-        labelled by that value. None draws none.
-    baselines : pandas.DataFrame, default=None
-        Timings of other strategies, such as VOPT-HF, SOPT-HF and DB-RKHS,
-        with the same columns: one dash-dot line per value of
-        ``strategy_col``, labelled by that value, with open markers, in
-        colours that ``timings``' strategies do not use (never grey). None
-        draws none.
-    unit : {"s", "ms"}, default="s"
-        The unit of ``time_col``, for the axis label.
-    title : str, default=None
-        The figure's title.
-    dpi : int, default=120
-        Resolution.
-
-    Returns
-    -------
-    Path
-        ``path``.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> import pandas as pd
-    >>> from skmcal.plotting import plot_timing
-    >>> ours = pd.DataFrame({"strategy": ["mc:gr", "mc:gr"], "N": [1e4, 7e4], "ms": [2.2, 10.0]})
-    >>> gl = pd.DataFrame({"strategy": ["graphlearning"] * 2, "N": [1e4, 7e4], "ms": [111, 1245]})
-    >>> path = Path(tempfile.mkdtemp()) / "timing.png"
-    >>> plot_timing(ours, path, time_col="ms", unit="ms", reference=gl).name
-    'timing.png'
-    >>> hf = pd.DataFrame({"strategy": ["baseline vopt-hf"] * 2, "N": [1e3, 1e4], "ms": [9, 900]})
-    >>> plot_timing(ours, path, time_col="ms", unit="ms", reference=gl, baselines=hf).name
-    'timing.png'
-    """
-    units = {"s": "seconds", "ms": "milliseconds"}
-    if unit not in units:
-        raise ValueError(f"plot_timing: unit must be one of {list(units)}; got {unit!r}.")
-    columns = [strategy_col, n_col, time_col]
-    _check_timings(timings, columns, time_col, "plot_timing")
-    references = []
-    if reference is not None:
-        _check_timings(reference, columns, time_col, "plot_timing (reference)")
-        references = list(pd.unique(reference[strategy_col]))
-    others = []
-    if baselines is not None:
-        _check_timings(baselines, columns, time_col, "plot_timing (baselines)")
-        others = list(pd.unique(baselines[strategy_col]))
-
-    strategies = [str(s) for s in pd.unique(timings[strategy_col])]
-    names = list(dict.fromkeys(s.split(":", 1)[0] for s in strategies))
-    losses = list(dict.fromkeys(s.rsplit(":", 1)[1] for s in strategies if ":" in s))
-    n_lines = len(strategies) + len(others) + len(references)
-    outside = n_lines > 10
-    n_legend_cols = 1 if n_lines <= 24 else 2
-    size = (6.4 + 2.6 * n_legend_cols, max(4.8, 0.19 * n_lines / n_legend_cols + 1.0))
-    fig, axes = _figure(size=size if outside else (6.4, 4.8))
-    ax = axes[0, 0]
-    for strategy in pd.unique(timings[strategy_col]):
-        label = str(strategy)
-        loss = label.rsplit(":", 1)[1] if ":" in label else None
-        x, mean, std = _timing_stats(timings, strategy, strategy_col, n_col, time_col)
-        ax.errorbar(
-            x,
-            mean,
-            yerr=std,
-            label=label,
-            color=f"C{names.index(label.split(':', 1)[0]) % 10}",
-            marker=_MARKERS[losses.index(loss) % len(_MARKERS)] if loss else "o",
-            markersize=4,
-            capsize=2,
-            linestyle="--" if loss in _MULTICLASS_LOSSES else "-",
-        )
-    # tab10 colours left by the strategies' names, without C7 (grey, the references').
-    used = {number % 10 for number in range(len(names))}
-    free = [f"C{i}" for i in range(10) if i != 7 and i not in used]
-    palette = free or [f"C{i}" for i in range(10) if i != 7]
-    for number, strategy in enumerate(others):
-        x, mean, std = _timing_stats(baselines, strategy, strategy_col, n_col, time_col)
-        ax.errorbar(
-            x,
-            mean,
-            yerr=std,
-            label=str(strategy),
-            color=palette[number % len(palette)],
-            marker=_MARKERS[number % len(_MARKERS)],
-            markersize=5,
-            markerfacecolor="none",
-            capsize=2,
-            linestyle="-.",
-            linewidth=1.6,
-        )
-    greys = np.linspace(0.1, 0.6, len(references))
-    for number, (strategy, grey) in enumerate(zip(references, greys, strict=True)):
-        x, mean, std = _timing_stats(reference, strategy, strategy_col, n_col, time_col)
-        ax.errorbar(
-            x,
-            mean,
-            yerr=std,
-            label=str(strategy),
-            color=str(round(float(grey), 3)),
-            marker=_MARKERS[number % len(_MARKERS)],
-            markersize=4,
-            markerfacecolor="none",
-            capsize=2,
-            linestyle=":",
-            linewidth=1.6,
-        )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("N (nodes)")
-    ax.set_ylabel(f"{units[unit]} per iteration")
-    ax.set_title(title or "Time per active-learning iteration")
-    ax.grid(True, which="both", alpha=0.3)
-    if outside:
-        fig.legend(loc="outside right upper", fontsize="small", ncols=n_legend_cols)
-    else:
-        ax.legend(fontsize="small")
-    return _save(fig, path, dpi)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse.csgraph import connected_components
 
+from ._threads import with_small_algebra
 from .fullgraph import DEFAULT_TOL, LaplacianSolver, solver_for
 
 
@@ -48,6 +49,7 @@ def _component_projector(degrees, labels):
     return project
 
 
+@with_small_algebra
 def poisson_learning(
     weights,
     labeled,
@@ -109,7 +111,9 @@ def poisson_learning(
     if labeled.min() < 0 or labeled.max() >= n_nodes:
         raise ValueError(f"labeled holds node indices outside [0, {n_nodes}).")
     if codes.shape != labeled.shape or codes.dtype.kind not in "iu":
-        raise ValueError(f"codes must be integer class indices, one per labeled node; got {codes!r}.")
+        raise ValueError(
+            f"codes must be integer class indices, one per labeled node; got {codes!r}."
+        )
     if codes.min() < 0 or codes.max() >= n_classes:
         raise ValueError(f"codes must lie in [0, n_classes={n_classes}); got {np.unique(codes)}.")
     missing = np.setdiff1d(np.arange(n_classes), codes)

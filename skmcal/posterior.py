@@ -250,7 +250,7 @@ class RankOnePosterior(LaplacePosterior):
         V = self.eigenvectors[nodes]
         Cv = V @ self.cov
         s = np.einsum("km,km->k", Cv, V)
-        u = self.latent(nodes)
+        u = V @ self.coef if self.base is None else V @ self.coef + self.base[nodes]
         grad, curv = self.loss.derivatives(u, self.loss.pseudo_targets(u), self.gamma)
         denominator = 1.0 + curv * s
         step = (grad.T if grad.ndim == 2 else grad[None]) / denominator

@@ -24,10 +24,15 @@ candidates : None, float in (0, 1], int or array of row indices, default=None
     Which unlabeled rows of ``X_pool`` are scored: all of them (None), a
     random fraction of them (float; the paper uses 0.1), that many at random
     (int), or exactly these rows of ``X_pool`` (array; labeled ones dropped).
-batch : {"topk", "greedy"}, default="topk"
+batch : {"topk", "greedy", "localmax"}, default="topk"
     ``topk``: the ``n_instances`` best candidates (the paper). ``greedy``:
     pick the best, add it with its pseudo-label through the look-ahead update
-    of the posterior, re-score, pick the next, and so on.
+    of the posterior, re-score, pick the next, and so on. ``localmax``
+    (Chapman et al. 2023): the ``n_instances`` best candidates whose value is
+    at least that of each of their kNN-graph neighbours among the
+    candidates (one scoring, every value exact); if fewer qualify, the batch
+    is filled with the best remaining candidates that are not neighbours of
+    a chosen one, then with the best remaining (see :func:`local_max_batch`).
 random_state : int, RandomState instance or None, default=None
     Draws the candidate subset and breaks ties.
 """
@@ -45,7 +50,7 @@ from . import acquisition
 from .classifier import SpectralGraphClassifier
 from .graph import NodeSet
 
-BATCH_MODES = ("topk", "greedy")
+BATCH_MODES = ("topk", "greedy", "localmax")
 
 
 def _classifier(learner) -> SpectralGraphClassifier:
@@ -133,16 +138,84 @@ def _candidate_rows(pool_nodes, labeled_nodes, candidates, n_instances, rng):
     return rows
 
 
-def _choose(state, score, advance, pool_nodes, rows, n_instances, batch, rng):
-    """Top-k or greedy choice of ``n_instances`` among the candidate ``rows``.
+def local_max_batch(scores, adjacency, n_instances: int) -> np.ndarray:
+    """Positions of a LocalMax batch among candidates with ``scores``.
+
+    Candidate ``i`` is a local maximum when ``scores[i] >= scores[j]`` for every
+    neighbour ``j`` of ``i`` (an entry ``adjacency[i, j] > 0``) among the
+    candidates. The batch is the ``n_instances`` best local maxima; if there
+    are fewer, it is filled with the best remaining candidates that are not
+    neighbours of one already chosen (in order of score, each pick blocking
+    its neighbours), then with the best remaining ones.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n_candidates,)
+        Acquisition values (larger is better). Ties keep the order given.
+    adjacency : sparse matrix of shape (n_candidates, n_candidates)
+        The graph restricted to the candidates (symmetric).
+    n_instances : int
+        Batch size, at most ``n_candidates``.
+
+    Returns
+    -------
+    ndarray of shape (n_instances,)
+        Positions into ``scores``, local maxima first, each part best first.
+
+    References
+    ----------
+    W. Chapman, B. Chen, Z. Tan, J. Calder, K. Miller, A. L. Bertozzi,
+    "Novel batch active learning approach and its application on the
+    synthetic aperture radar datasets", SPIE Defense + Commercial Sensing 2023.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    adjacency = sp.csr_matrix(adjacency)
+    adjacency.eliminate_zeros()
+    rows = np.repeat(np.arange(scores.size), np.diff(adjacency.indptr))
+    beaten = np.zeros(scores.size, dtype=bool)
+    beaten[rows[scores[adjacency.indices] > scores[rows]]] = True
+    order = np.argsort(-scores, kind="stable")
+    chosen = order[~beaten[order]][:n_instances]
+    if chosen.size == n_instances:
+        return chosen
+    # Fewer local maxima than asked: fill, keeping away from the chosen ones' neighbours.
+    taken = np.zeros(scores.size, dtype=bool)
+    blocked = np.zeros(scores.size, dtype=bool)
+    picks = []
+
+    def take(position):
+        picks.append(position)
+        taken[position] = True
+        start, stop = adjacency.indptr[position], adjacency.indptr[position + 1]
+        blocked[adjacency.indices[start:stop]] = True
+
+    for position in chosen:
+        take(position)
+    for position in order:
+        if len(picks) == n_instances:
+            break
+        if not taken[position] and not blocked[position]:
+            take(position)
+    picks.extend(order[~taken[order]][: n_instances - len(picks)])
+    return np.array(picks, dtype=np.intp)
+
+
+def _choose(state, score, advance, pool_nodes, rows, n_instances, batch, rng, weights=None):
+    """Top-k, greedy or LocalMax choice of ``n_instances`` among the candidate ``rows``.
 
     ``score(state, nodes)`` gives the acquisition values of nodes;
-    ``advance(state, node)`` the state with ``node`` added (greedy batches).
+    ``advance(state, node)`` the state with ``node`` added (greedy batches);
+    ``weights`` the graph's sparse adjacency over all nodes (LocalMax batches).
     Shared by the spectral strategies and the baselines (:mod:`skmcal.baselines`).
     """
     # A random order of the candidates breaks ties at random in the stable sort.
     rows = rows[rng.permutation(rows.size)]
-    if batch == "topk" or n_instances == 1:
+    if batch == "localmax" and n_instances > 1:
+        nodes = pool_nodes[rows]
+        scores = score(state, nodes)
+        best = local_max_batch(scores, weights[nodes][:, nodes], n_instances)
+        return rows[best], scores[best]
+    if batch != "greedy" or n_instances == 1:
         scores = score(state, pool_nodes[rows])
         best = np.argsort(-scores, kind="stable")[:n_instances]
         return rows[best], scores[best]
@@ -165,7 +238,7 @@ _SCREENED = (acquisition.model_change, acquisition.vopt, acquisition.sopt)
 
 
 def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_state):
-    """Shared body of every strategy: candidates, scores, top-k or greedy batch."""
+    """Shared body of every strategy: candidates, scores, top-k, greedy or LocalMax batch."""
     if not isinstance(n_instances, Integral) or n_instances < 1:
         raise ValueError(f"n_instances must be a positive int; got {n_instances!r}.")
     if batch not in BATCH_MODES:
@@ -180,8 +253,9 @@ def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_st
     if screened and batch == "greedy" and n_instances > 1:
         posterior = posterior.prepare(pool_nodes[rows])
     if screened:
-        # Only the best value of each greedy step, or the n_instances best, must be exact.
-        top = n_instances if batch == "topk" else 1
+        # Only the best value of each greedy step, or the n_instances best, must be
+        # exact; LocalMax compares every candidate with its neighbours: all exact.
+        top = {"topk": n_instances, "greedy": 1, "localmax": None}[batch] if n_instances > 1 else 1
 
         def score(posterior, nodes):
             return score_fn(posterior, nodes, top=top)
@@ -189,7 +263,8 @@ def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_st
     else:
         score = score_fn
     return _choose(
-        posterior, score, acquisition.look_ahead, pool_nodes, rows, n_instances, batch, rng
+        posterior, score, acquisition.look_ahead, pool_nodes, rows, n_instances, batch, rng,
+        clf.graph_.weights,
     )
 
 

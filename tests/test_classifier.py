@@ -18,6 +18,7 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import expit
+from scipy.stats import multivariate_normal
 from sklearn.base import clone
 from sklearn.datasets import make_blobs, make_moons
 from sklearn.exceptions import ConvergenceWarning
@@ -32,6 +33,8 @@ from threadpoolctl import threadpool_limits
 import skmcal
 import skmcal.graph
 from skmcal import NodeSet, SpectralGraphClassifier
+from skmcal.evidence import DEFAULT_GAMMAS, DEFAULT_TAUS, log_evidence
+from skmcal.losses import LOSSES as LOSSES_BY_NAME
 
 from _oracle import dense_laplacian
 
@@ -675,11 +678,21 @@ def test_n_eigs_sets_the_spectrum_size():
 def test_mgr_coef_matches_closed_form(tau, gamma):
     X, _, y = blobs([[0, 0], [6, 0], [0, 6]], labels_per_class=3)
     clf = SpectralGraphClassifier(tau=tau, gamma=gamma, n_eigs=20).fit(X, y)
-    expected_tau, expected_gamma = (0.005, 0.1) if tau == "auto" else (tau, gamma)
-    assert (clf.tau_, clf.gamma_) == (expected_tau, expected_gamma)
     labeled = np.flatnonzero(y != -1)
     P = clf.eigenvectors_[labeled]
     Y = np.eye(3)[y[labeled]]
+    if tau == "auto":  # the grid point of largest evidence, evaluated densely
+
+        def evidence(t, g):
+            S = g**2 * np.eye(len(labeled)) + P @ np.diag(1 / (clf.eigenvalues_ + t**2)) @ P.T
+            return sum(multivariate_normal(cov=S).logpdf(Y[:, c]) for c in range(3))
+
+        taus = [t for t in DEFAULT_TAUS if t**2 <= np.median(clf.eigenvalues_)]
+        grid = [(t, g) for t in taus for g in DEFAULT_GAMMAS]
+        expected_tau, expected_gamma = max(grid, key=lambda tg: evidence(*tg))
+    else:
+        expected_tau, expected_gamma = tau, gamma
+    assert (clf.tau_, clf.gamma_) == (expected_tau, expected_gamma)
     H = np.diag(clf.eigenvalues_ + expected_tau**2) + P.T @ P / expected_gamma**2
     assert_allclose(
         clf.coef_, np.linalg.solve(H, P.T @ Y / expected_gamma**2), rtol=1e-8, atol=1e-12
@@ -689,11 +702,58 @@ def test_mgr_coef_matches_closed_form(tau, gamma):
 
 
 @pytest.mark.parametrize("loss", ["logistic", "probit", "ce"])
-def test_auto_hyperparameters_follow_the_loss(loss):
+def test_auto_hyperparameters_maximise_the_evidence_of_the_loss(loss):
     X, _, y = moons()
     clf = SpectralGraphClassifier(loss=loss).fit(X, y)
-    expected = (0.005, 0.5) if loss == "ce" else (0.001, 0.5)
-    assert (clf.tau_, clf.gamma_) == expected
+    labeled = np.flatnonzero(y != -1)
+    codes = np.searchsorted(clf.classes_, y[labeled])
+    targets = LOSSES_BY_NAME[loss].encode(codes, 2)
+    P = clf.eigenvectors_[labeled]
+    table = {
+        (t, g): log_evidence(LOSSES_BY_NAME[loss], clf.eigenvalues_, P, targets, t, g)
+        for t in DEFAULT_TAUS
+        if t**2 <= np.median(clf.eigenvalues_)  # the cap of tau="auto"
+        for g in DEFAULT_GAMMAS
+    }
+    assert table[(clf.tau_, clf.gamma_)] == max(table.values())
+    # one of them given: the other is chosen alone
+    fixed = SpectralGraphClassifier(loss=loss, tau=0.03).fit(X, y)
+    assert fixed.tau_ == 0.03
+    assert table[(0.03, fixed.gamma_)] == max(table[(0.03, g)] for g in DEFAULT_GAMMAS)
+
+
+def test_auto_choice_is_reused_by_warm_refits_until_the_labels_grow(monkeypatch):
+    """Newton losses reuse the choice until the labels grow by a quarter; gr/mgr never do."""
+    import skmcal.classifier as module
+
+    calls = []
+    select = module.select_hyperparameters
+
+    def counting(*args, **kwargs):
+        calls.append(args[2].shape[0])
+        return select(*args, **kwargs)
+
+    monkeypatch.setattr(module, "select_hyperparameters", counting)
+    X, y_true, y = moons()
+    labeled = list(np.flatnonzero(y != -1))
+    unlabeled = [i for i in range(len(y)) if y[i] == -1]
+    sizes = [len(labeled) + 2 * step for step in range(6)]
+    for loss in ("probit", "mgr"):
+        calls.clear()
+        clf = SpectralGraphClassifier(loss)
+        for step in range(6):
+            rows = labeled + unlabeled[: 2 * step]
+            clf.fit(X, np.where(np.isin(np.arange(len(y)), rows), y_true, -1))
+        expected = sizes if loss == "mgr" else [sizes[0]]
+        for n in sizes[1:] if loss == "probit" else ():
+            if n >= 1.25 * expected[-1]:
+                expected.append(n)
+        assert calls == expected
+    calls.clear()
+    cold = SpectralGraphClassifier("probit", warm_start=False)
+    for _ in range(2):
+        cold.fit(X, y)
+    assert calls == [sizes[0], sizes[0]]
 
 
 @pytest.mark.parametrize("gamma", [0.2, 1.0])

@@ -77,154 +77,16 @@ def test_tiny_run_writes_files(reference):
 
 def test_plots_are_png(reference, tmp_path):
     pytest.importorskip("matplotlib")
-    from skmcal.plotting import plot_accuracy, plot_choices, plot_timing
+    from skmcal.plotting import plot_accuracy, plot_choices
 
     result, _ = reference
     assert_png(plot_accuracy(result.results, tmp_path / "acc.png"))
     assert_png(plot_choices(result.X, result.y, result.choices, tmp_path / "ch.png", trial=1))
     mapping = {"first": [0, 1, 2], "last": [757, 758]}
     assert_png(plot_choices(result.X, result.y, mapping, tmp_path / "map.png"))
-    timings = pd.DataFrame(
-        {
-            "strategy": ["mc:gr"] * 4 + ["mc:ce"] * 4,
-            "N": [1000, 1000, 10000, 10000] * 2,
-            "seconds": [0.01, 0.012, 0.05, 0.06, 0.02, 0.025, 0.2, 0.22],
-        }
-    )
-    path = plot_timing(timings, tmp_path / "sub" / "timing.png")
-    assert path == tmp_path / "sub" / "timing.png"
-    assert_png(path)
     with pytest.raises(ValueError, match="2-D"):
         bad = np.zeros((3, 3))
         plot_choices(bad, [0, 1, 0], {"a": [0]}, tmp_path / "bad.png", embedding=bad)
-    with pytest.raises(ValueError, match="columns"):
-        plot_timing(timings.rename(columns={"N": "n"}), tmp_path / "bad.png")
-
-
-def test_plot_timing_reference_and_unit(tmp_path, monkeypatch):
-    pytest.importorskip("matplotlib")
-    from matplotlib.colors import to_rgb
-
-    from skmcal import plotting
-
-    sizes = [1000, 10000]
-    ours = pd.DataFrame(
-        [
-            {"strategy": f"{name}:{loss}", "N": n, "ms": 1.0 + i + n / 1000}
-            for i, (name, loss) in enumerate(
-                [(name, loss) for name in ("mc", "vopt", "unc") for loss in ("gr", "ce")]
-            )
-            for n in sizes
-        ]
-    )
-    gl = pd.DataFrame(
-        [
-            {"strategy": f"graphlearning {acq} ({c} classes)", "N": n, "ms": 100.0 * n / 1000}
-            for acq in ("model_change", "var_opt", "sigma_opt")
-            for c in (2, 10)
-            for n in sizes
-        ]
-    )
-    path = plotting.plot_timing(
-        ours, tmp_path / "t.png", time_col="ms", unit="ms", reference=gl, title="T"
-    )
-    assert_png(path)
-
-    # The figure itself, before it is saved.
-    monkeypatch.setattr(plotting, "_save", lambda fig, path, dpi: fig)
-    fig = plotting.plot_timing(ours, tmp_path / "t.png", time_col="ms", unit="ms", reference=gl)
-    ax = fig.axes[0]
-    assert ax.get_ylabel() == "milliseconds per iteration"
-    lines = {bars.get_label(): bars.lines[0] for bars in ax.containers}  # one per errorbar
-    assert list(lines) == [*ours["strategy"].unique(), *gl["strategy"].unique()]
-    assert lines["mc:gr"].get_color() == lines["mc:ce"].get_color() != lines["vopt:gr"].get_color()
-    assert (
-        lines["mc:gr"].get_marker() == lines["vopt:gr"].get_marker() != lines["mc:ce"].get_marker()
-    )
-    assert lines["mc:gr"].get_linestyle() == "-" and lines["mc:ce"].get_linestyle() == "--"
-    for label in gl["strategy"].unique():
-        assert lines[label].get_linestyle() == ":"
-        red, green, blue = to_rgb(lines[label].get_color())
-        assert red == green == blue  # grey
-    # 12 lines: the legend is beside the axes.
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == list(lines)
-    # Without a reference and in seconds: as before.
-    fig = plotting.plot_timing(ours.rename(columns={"ms": "seconds"}), tmp_path / "s.png")
-    assert fig.axes[0].get_ylabel() == "seconds per iteration"
-    assert len(fig.axes[0].containers) == 6 and not fig.legends  # legend inside the axes
-
-    with pytest.raises(ValueError, match=r"unit must be one of \['s', 'ms'\]; got 'min'"):
-        plotting.plot_timing(ours, tmp_path / "x.png", time_col="ms", unit="min")
-    with pytest.raises(ValueError, match=r"reference.*columns"):
-        plotting.plot_timing(ours, tmp_path / "x.png", time_col="ms", reference=gl[["N", "ms"]])
-    with pytest.raises(ValueError, match="positive, finite"):
-        plotting.plot_timing(ours, tmp_path / "x.png", time_col="ms", reference=gl.assign(ms=0.0))
-
-
-def test_plot_timing_baselines(tmp_path, monkeypatch):
-    pytest.importorskip("matplotlib")
-    from matplotlib.colors import to_rgb
-
-    from skmcal import plotting
-
-    sizes = [1000, 10000]
-    ours = pd.DataFrame(
-        [
-            {"strategy": f"{name}:gr", "N": n, "ms": 1.0 + i + n / 1000}
-            for i, name in enumerate(("mc", "vopt"))
-            for n in sizes
-        ]
-    )
-    gl = pd.DataFrame([{"strategy": "graphlearning var_opt", "N": n, "ms": n / 10} for n in sizes])
-    baselines = pd.DataFrame(
-        [
-            {"strategy": f"baseline {name}", "N": n, "ms": n / 100 * (i + 1)}
-            for i, name in enumerate(("vopt-hf", "sopt-hf", "db-rkhs"))
-            for n in sizes
-        ]
-    )
-    assert_png(
-        plotting.plot_timing(
-            ours, tmp_path / "b.png", time_col="ms", unit="ms", reference=gl, baselines=baselines
-        )
-    )
-
-    monkeypatch.setattr(plotting, "_save", lambda fig, path, dpi: fig)
-    fig = plotting.plot_timing(
-        ours, tmp_path / "b.png", time_col="ms", unit="ms", reference=gl, baselines=baselines
-    )
-    ax = fig.axes[0]
-    lines = {bars.get_label(): bars.lines[0] for bars in ax.containers}
-    # Legend order: the strategies, the baselines, the references.
-    assert list(lines) == [
-        *ours["strategy"].unique(),
-        *baselines["strategy"].unique(),
-        *gl["strategy"].unique(),
-    ]
-    ours_colors = {lines[label].get_color() for label in ours["strategy"].unique()}
-    colors = [to_rgb(lines[label].get_color()) for label in baselines["strategy"].unique()]
-    assert len(set(colors)) == 3  # one colour per baseline ...
-    for label, rgb in zip(baselines["strategy"].unique(), colors, strict=True):
-        assert lines[label].get_linestyle() == "-."
-        assert lines[label].get_color() not in ours_colors  # ... not a strategy's ...
-        assert len(set(rgb)) > 1  # ... and not grey
-    assert lines["mc:gr"].get_linestyle() == "-"
-    assert lines["graphlearning var_opt"].get_linestyle() == ":"
-    # 6 lines: the legend stays inside the axes and lists them all.
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(lines)
-
-    # Without baselines: the figure of before (the keyword defaults to None).
-    fig = plotting.plot_timing(ours, tmp_path / "b.png", time_col="ms", reference=gl)
-    assert [bars.get_label() for bars in fig.axes[0].containers] == [
-        *ours["strategy"].unique(),
-        *gl["strategy"].unique(),
-    ]
-    with pytest.raises(ValueError, match=r"baselines.*columns"):
-        plotting.plot_timing(ours, tmp_path / "x.png", time_col="ms", baselines=baselines[["N"]])
-    with pytest.raises(ValueError, match=r"baselines.*positive, finite"):
-        plotting.plot_timing(
-            ours, tmp_path / "x.png", time_col="ms", baselines=baselines.assign(ms=-1.0)
-        )
 
 
 def _truncate(path, keep_lines, extra_chars):

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from skmcal import SpectralGraphClassifier, clear_graph_cache
+from skmcal.classifier import PAPER_HYPERPARAMETERS
 
 from _oracle import (
     ALL_LOSSES,
@@ -259,7 +260,9 @@ def test_warm_start_reaches_the_same_map_in_no_more_iterations(loss):
     labeled = np.flatnonzero(y_more != -1)
     y_less[labeled[1 :: n_classes + 1]] = -1  # drop a few labels, keep every class
     assert set(np.unique(y_less[y_less != -1])) == set(np.unique(y_true))
-    params = dict(n_eigs=N_EIGS, cache=True)
+    # the paper's fixed tau, gamma: a warm "auto" refit may reuse an earlier choice
+    tau, gamma = PAPER_HYPERPARAMETERS[loss]
+    params = dict(n_eigs=N_EIGS, cache=True, tau=tau, gamma=gamma)
 
     cold = SpectralGraphClassifier(loss, **params).fit(X, y_more)
     warm = SpectralGraphClassifier(loss, warm_start=True, **params).fit(X, y_less)

@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from skmcal.fullgraph import LaplacianSolver, fit_full_graph, normalized_laplacian, solver_for
+from skmcal.fullgraph import (
+    LaplacianSolver,
+    fit_full_graph,
+    normalized_laplacian,
+    solver_for,
+    spectral_hessian,
+)
 from skmcal.losses import LOSSES
 
 from _oracle import dense_laplacian, full_graph_map
@@ -167,6 +173,37 @@ def test_errors(kwargs, match):
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         fit_full_graph(
-            LOSSES["gr"], W, args["labeled"], args["targets"], args["tau"], args["gamma"],
+            LOSSES["gr"],
+            W,
+            args["labeled"],
+            args["targets"],
+            args["tau"],
+            args["gamma"],
             init=args["init"],
         )
+
+
+@pytest.mark.parametrize("name", ["gr", "logistic", "mgr", "ce"])
+def test_spectral_hessian_at_the_full_graph_map(name):
+    """Lambda_tau + P'HP from explicit per-label curvature matrices."""
+    loss = LOSSES[name]
+    W, _ = _graph()
+    labeled, codes = _labels()
+    targets = _targets(loss, codes)
+    tau, gamma = 0.1, 0.5
+    fit = fit_full_graph(loss, W, labeled, targets, tau, gamma, tol=1e-12)
+    eigenvalues, V = np.linalg.eigh(dense_laplacian(W))
+    prior, P = eigenvalues[:6] + tau**2, V[labeled, :6]
+    got = spectral_hessian(loss, prior, P, fit, gamma)
+    if name == "ce":
+        expected = np.kron(np.eye(N_CLASSES), np.diag(prior))
+        for j, pi in enumerate(loss.proba(fit.latent[labeled], gamma)):
+            block = (np.diag(pi) - np.outer(pi, pi)) / gamma**2
+            expected += np.kron(block, np.outer(P[j], P[j]))
+    else:
+        if name == "logistic":
+            second = loss.derivatives(fit.latent[labeled], targets, gamma)[1]
+        else:
+            second = np.full(labeled.size, 1.0 / gamma**2)
+        expected = np.diag(prior) + P.T @ np.diag(second) @ P
+    np.testing.assert_allclose(got, expected, atol=1e-10)

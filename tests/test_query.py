@@ -20,6 +20,7 @@ import pytest
 import scipy.sparse as sp
 import sklearn.utils
 from sklearn.base import clone
+from sklearn.datasets import make_blobs
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
@@ -27,7 +28,14 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import skmcal
-from skmcal import GRAPH_CACHE, NodeSet, SpectralGraphClassifier, clear_graph_cache, query
+from skmcal import (
+    GRAPH_CACHE,
+    NodeSet,
+    SpectralGraphClassifier,
+    acquisition,
+    clear_graph_cache,
+    query,
+)
 from skmcal.query import model_change, random_sampling, sopt, uncertainty, vopt
 
 modal_models = pytest.importorskip("modAL.models")
@@ -144,6 +152,130 @@ def test_greedy_batches_for_newton_losses_are_distinct_unlabeled_rows():
             assert np.unique(idx).size == 6
             assert not np.isin(idx, labeled).any()
             assert np.all(np.isfinite(scores))
+
+
+# ================================================================ LocalMax
+def _brute_local_maxima(values, nodes, W):
+    """Positions ``i`` with ``values[i] >= values[j]`` for each neighbour ``j`` in ``nodes``."""
+    return [
+        i for i in range(len(nodes))
+        if all(values[i] >= values[j] for j in range(len(nodes)) if W[nodes[i], nodes[j]] > 0)
+    ]
+
+
+def _brute_localmax_batch(values, nodes, W, n):
+    """The best local maxima, then non-neighbours of the chosen ones, then the rest: by loops."""
+    order = sorted(range(len(nodes)), key=lambda i: -values[i])
+    maxima = set(_brute_local_maxima(values, nodes, W))
+    picks = [i for i in order if i in maxima][:n]
+    for i in order:
+        if len(picks) < n and i not in picks and all(W[nodes[i], nodes[j]] == 0 for j in picks):
+            picks.append(i)
+    picks += [i for i in order if i not in picks][: n - len(picks)]
+    return picks
+
+
+@pytest.mark.parametrize("kind", ["model_change", "vopt", "sopt", "uncertainty"])
+@pytest.mark.parametrize("loss", ["gr", "mgr", "ce"])
+def test_localmax_batch_is_best_brute_force_local_maxima(loss, kind):
+    clf, X, y, labeled = _pool(loss)
+    W = clf.graph_.weights.toarray()
+    cands = _unlabeled(X, labeled)
+    idx, scores = STRATEGIES[kind](clf, X, n_instances=4, batch="localmax", random_state=0)
+    view = clf.posterior_
+    if kind == "uncertainty":
+        values = acquisition.uncertainty(view, cands, "margin")
+    else:
+        values = getattr(acquisition, kind)(view, cands)
+    expected = _brute_localmax_batch(values, cands, W, 4)
+    np.testing.assert_array_equal(idx, cands[expected])
+    np.testing.assert_allclose(scores, values[expected], rtol=1e-10)
+    n_maxima = len(_brute_local_maxima(values, cands, W))
+    assert n_maxima >= 1
+    idx = idx[:n_maxima]
+    # Every pick beats or ties each of its neighbours among the candidates.
+    for k in idx:
+        neighbours = np.flatnonzero(W[k, cands] > 0)
+        assert np.all(values[np.searchsorted(cands, k)] >= values[neighbours])
+    # The best candidate is a local maximum: top-k and LocalMax share the first pick.
+    assert STRATEGIES[kind](clf, X, n_instances=1, batch="localmax")[0][0] == idx[0]
+
+
+def test_localmax_batch_of_local_maxima_only_on_a_larger_pool():
+    X, y = make_blobs(300, centers=4, cluster_std=1.5, random_state=0)
+    labeled = np.array([np.flatnonzero(y == c)[0] for c in range(4)])
+    clf = SpectralGraphClassifier("mgr", nodes=NodeSet(X), n_eigs=20).fit(X[labeled], y[labeled])
+    W = clf.graph_.weights.toarray()
+    cands = _unlabeled(X, labeled)
+    values = acquisition.model_change(clf.posterior_, cands)
+    maxima = _brute_local_maxima(values, cands, W)
+    assert len(maxima) >= 6
+    idx, scores = model_change(clf, X, n_instances=6, batch="localmax", random_state=0)
+    expected = sorted(maxima, key=lambda i: -values[i])[:6]
+    np.testing.assert_array_equal(idx, cands[expected])
+    np.testing.assert_allclose(scores, values[expected], rtol=1e-10)
+    # No two picks are neighbours (no ties here); top-k picks neighbouring rows.
+    assert not (W[np.ix_(idx, idx)] > 0).any()
+    top, _ = model_change(clf, X, n_instances=6, random_state=0)
+    assert (W[np.ix_(top, top)] > 0).any()
+
+
+def test_localmax_on_a_candidate_subset_compares_neighbours_among_candidates_only():
+    clf, X, y, labeled = _pool("mgr")
+    W = clf.graph_.weights.toarray()
+    cands = _unlabeled(X, labeled)[::3]
+    idx, scores = model_change(clf, X, n_instances=3, candidates=cands, batch="localmax")
+    values = acquisition.model_change(clf.posterior_, cands)
+    expected = _brute_localmax_batch(values, cands, W, 3)
+    np.testing.assert_array_equal(idx, cands[expected])
+
+
+def test_localmax_fills_with_non_neighbours_then_the_rest():
+    # A path 0-1-2-3-4-5 and a node 6 joined to 5 by an explicit zero (no edge):
+    # scores rise along the path, so the local maxima are 5 and 6; then 3 (4
+    # neighbours 5), then 1, then 4.
+    i = np.array([0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6])
+    j = np.array([1, 0, 2, 1, 3, 2, 4, 3, 5, 4, 6, 5])
+    W = sp.csr_matrix((np.r_[np.ones(10), 0.0, 0.0], (i, j)), shape=(7, 7))
+    assert W.nnz == 12
+    values = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.5])
+    for n in range(1, 8):
+        got = query.local_max_batch(values, W, n)
+        expected = _brute_localmax_batch(values, np.arange(7), W.toarray(), n)
+        np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(query.local_max_batch(values, W, 5), [5, 6, 3, 1, 4])
+    # Equal neighbours are both local maxima.
+    flat = np.ones(7)
+    np.testing.assert_array_equal(query.local_max_batch(flat, W, 7), np.arange(7))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_local_max_batch_matches_brute_force_on_random_graphs(seed):
+    rng = np.random.RandomState(seed)
+    n = 30
+    A = sp.random(n, n, density=0.15, random_state=rng, format="csr")
+    W = ((A + A.T) * 0.5).toarray()
+    values = rng.randint(0, 6, size=n).astype(float)  # many ties
+    for size in (1, 4, 12, n):
+        got = query.local_max_batch(values, sp.csr_matrix(W), size)
+        assert got.size == size == np.unique(got).size
+        np.testing.assert_array_equal(got, _brute_localmax_batch(values, np.arange(n), W, size))
+
+
+def test_localmax_batches_of_the_baselines():
+    from skmcal.baselines import vopt_hf
+
+    clf, X, y, labeled = _pool("gr")
+    W = clf.graph_.weights.toarray()
+    cands = _unlabeled(X, labeled)
+    _, all_scores = vopt_hf(clf, X, n_instances=cands.size, candidates=cands)
+    top_rows, _ = vopt_hf(clf, X, n_instances=cands.size, candidates=cands)
+    values = np.empty(cands.size)
+    values[np.searchsorted(cands, top_rows)] = all_scores
+    idx, scores = vopt_hf(clf, X, n_instances=4, batch="localmax")
+    expected = _brute_localmax_batch(values, cands, W, 4)
+    np.testing.assert_array_equal(idx, cands[expected])
+    np.testing.assert_allclose(scores, values[expected], rtol=1e-10)
 
 
 # ====================================================== candidates and pools
@@ -534,7 +666,7 @@ def test_grid_search_on_the_labeled_nodes_of_a_pool():
 
 
 def test_query_module_exports():
-    assert query.BATCH_MODES == ("topk", "greedy")
+    assert query.BATCH_MODES == ("topk", "greedy", "localmax")
     assert skmcal.NodeSet is NodeSet
     for strategy in STRATEGIES.values():
         params = inspect.signature(strategy).parameters

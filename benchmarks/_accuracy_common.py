@@ -1,0 +1,370 @@
+"""Pieces of ``bench_accuracy.py``: data sets, shared draws, the three families of learners.
+
+A *learner* runs one active-learning loop on one data set. Every family has
+the same four methods, so the loop in ``bench_accuracy.py`` never asks which
+one it holds:
+
+``start(labeled)``
+    Fit on the initial labels (node indices; the true labels are known).
+``query(candidates, batch, rng)``
+    ``batch`` node indices chosen among ``candidates`` by the strategy.
+``add(nodes)``
+    Teach the true labels of ``nodes`` and refit.
+``predict()``
+    The predicted class code of every node.
+
+Random picks (strategy ``rand``) are made here, the same way for every family,
+so that in a trial every ``rand`` configuration labels the very same nodes.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import _harness as h
+import numpy as np
+
+import skmcal
+from skmcal import NodeSet, SpectralGraphClassifier
+
+#: Number of labels at the start of every trial, and labels per query batch.
+N_START = 20
+BATCH = 5
+#: Fraction of the unlabeled nodes offered as candidates to each query.
+CANDIDATE_FRACTION = 0.1
+#: Labels at the end of a run; the label counts reported in the tables.
+N_FINAL = 500
+REPORTED = (20, 50, 100, 200, 500)
+#: Label counts after the start and after each batch: a row of the CSV each.
+CHECKPOINTS = list(range(N_START, N_FINAL + 1, BATCH))
+#: Columns of ``<dataset>.csv``.
+COLUMNS = ("dataset", "method", "trial", "n_labels", "accuracy", "seconds")
+
+
+def read_rows(path: Path) -> list[dict]:
+    """The rows of a results CSV (none when absent), typed."""
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    text = text[: text.rfind("\n") + 1]  # a last line cut mid-write is dropped
+    rows = [r for r in csv.DictReader(text.splitlines()) if None not in r.values()]
+    for r in rows:
+        r["trial"], r["n_labels"] = int(r["trial"]), int(r["n_labels"])
+        r["accuracy"], r["seconds"] = float(r["accuracy"]), float(r["seconds"])
+    return rows
+
+
+@dataclass(frozen=True)
+class Data:
+    """A data set of the benchmark: its loader and the graph that every method uses."""
+
+    load: Callable[[Any], tuple[np.ndarray, np.ndarray]]
+    kernel: str = "gaussian"
+    n_neighbors: int = 10
+
+
+def _binary_clusters(home):
+    from skmcal.datasets import make_binary_clusters
+
+    return make_binary_clusters()
+
+
+def _digits(home):
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    return X / 16.0, y
+
+
+def _mnist_test(home):
+    from skmcal.datasets import load_mnist_test
+
+    return load_mnist_test(h.data_home(home))
+
+
+def _samson(home):
+    from skmcal.datasets import load_hsi
+
+    return load_hsi("samson", data_home=h.data_home(home))
+
+
+def _fashion_mnist(home):
+    from skmcal.datasets import load_fashion_mnist
+
+    return load_fashion_mnist()
+
+
+#: The data sets, cheapest first. Samson: cosine graph, 15 neighbours (the paper).
+DATASETS = {
+    "binary-clusters": Data(_binary_clusters),
+    "digits": Data(_digits),
+    "mnist-test": Data(_mnist_test),
+    "samson": Data(_samson, kernel="cosine", n_neighbors=15),
+    "fashion-mnist": Data(_fashion_mnist),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """One method of the benchmark: a model family, its parameters and a query strategy.
+
+    ``family`` is ``skmcal`` (``params`` go to ``SpectralGraphClassifier``),
+    ``gl-laplace`` / ``gl-poisson`` (graphlearning's Laplace / Poisson
+    learning and its active learner) or ``ls`` (scikit-learn's
+    LabelSpreading). ``strategy`` is one of ``mc``, ``vopt``, ``sopt``,
+    ``unc`` (margin), ``rand``, or an skmcal strategy with options
+    (``options``, e.g. ``{"batch": "greedy"}``). ``classes`` says on which data
+    the method runs: ``binary``, ``multiclass`` or ``any``. ``data_graph``:
+    skmcal uses the data set's kernel and neighbours (False: the classifier's
+    own defaults, as a new user would).
+    """
+
+    family: str
+    strategy: str
+    params: dict = field(default_factory=dict)
+    classes: str = "any"
+    options: dict = field(default_factory=dict)
+    data_graph: bool = True
+
+    def runs_on(self, n_classes: int) -> bool:
+        return self.classes == "any" or (self.classes == "binary") == (n_classes == 2)
+
+
+# ------------------------------------------------------------------ the draws
+def _rng(seed: int, trial: int, stream: int) -> np.random.Generator:
+    return np.random.default_rng([seed, trial, stream])
+
+
+def initial_labels(codes: np.ndarray, seed: int, trial: int) -> np.ndarray:
+    """``N_START`` nodes, as even over the classes as possible: ``N_START // C`` per class,
+    then one more in each of ``N_START % C`` classes drawn at random."""
+    rng = _rng(seed, trial, 0)
+    n_classes = int(codes.max()) + 1
+    per_class = np.full(n_classes, N_START // n_classes)
+    per_class[rng.choice(n_classes, N_START % n_classes, replace=False)] += 1
+    picks = [
+        rng.choice(np.flatnonzero(codes == c), per_class[c], replace=False)
+        for c in range(n_classes)
+    ]
+    return np.concatenate(picks)
+
+
+def candidates(labeled: np.ndarray, n_nodes: int, seed: int, trial: int, batch: int):
+    """A random ``CANDIDATE_FRACTION`` of the unlabeled nodes for query number ``batch``.
+
+    The nodes come in an order drawn once per (trial, batch); the candidates
+    are the first unlabeled ones in that order. Methods with the same labeled
+    nodes get the same candidates, and methods that differ by a few labels
+    nearly the same.
+    """
+    order = _rng(seed, trial, batch).permutation(n_nodes)
+    is_labeled = np.zeros(n_nodes, dtype=bool)
+    is_labeled[labeled] = True
+    unlabeled = order[~is_labeled[order]]
+    size = max(BATCH, math.ceil(CANDIDATE_FRACTION * unlabeled.size))
+    return np.sort(unlabeled[:size])
+
+
+def tie_break_rng(seed: int, trial: int) -> np.random.RandomState:
+    """The stream of random picks and tie breaks of a trial, the same for every method."""
+    return np.random.RandomState(np.random.SeedSequence([seed, trial, 1 << 20]).generate_state(1))
+
+
+def _best(cands, scores, batch, rng):
+    """The ``batch`` candidates of largest score, ties broken at random."""
+    shuffled = rng.permutation(cands.size)
+    best = shuffled[np.argsort(-scores[shuffled], kind="stable")[:batch]]
+    return cands[best]
+
+
+def _random(cands, batch, rng):
+    return rng.choice(cands, batch, replace=False)
+
+
+# ------------------------------------------------------------------ learners
+class PeerGraphs:
+    """The peers' graphs of one data set, each built on first use and kept (not timed)."""
+
+    def __init__(self, X: np.ndarray, data: Data, log: Callable[[str], None]):
+        self.X, self.data, self.log = X, data, log
+
+    def _timed(self, what, build):
+        start = time.perf_counter()
+        value = build()
+        self.log(f"  {what}: {time.perf_counter() - start:.1f} s")
+        return value
+
+    @cached_property
+    def gl_weights(self):
+        import graphlearning as gl
+
+        similarity = "angular" if self.data.kernel == "cosine" else "euclidean"
+        return self._timed(
+            f"gl.weightmatrix.knn(X, {self.data.n_neighbors}, similarity={similarity!r})",
+            lambda: gl.weightmatrix.knn(self.X, self.data.n_neighbors, similarity=similarity),
+        )
+
+    @cached_property
+    def gl_eigen(self):
+        import graphlearning as gl
+
+        return self._timed(
+            "gl.graph(W).eigen_decomp(normalization='normalized', k=50)",
+            lambda: gl.graph(self.gl_weights).eigen_decomp(normalization="normalized", k=50),
+        )
+
+    @cached_property
+    def ls_knn(self):
+        from sklearn.neighbors import NearestNeighbors
+
+        k = self.data.n_neighbors
+        return self._timed(
+            f"LabelSpreading's kNN connectivity (k = {k})",
+            lambda: (
+                NearestNeighbors(n_neighbors=k)
+                .fit(self.X)
+                .kneighbors_graph(self.X, k, mode="connectivity")
+            ),
+        )
+
+
+_SKMCAL_STRATEGIES = {
+    "mc": (skmcal.model_change, {}),
+    "vopt": (skmcal.vopt, {}),
+    "sopt": (skmcal.sopt, {}),
+    "unc": (skmcal.uncertainty, {"measure": "margin"}),
+}
+
+
+class SkmcalLearner:
+    """``SpectralGraphClassifier(nodes=pool, **params)`` with an skmcal query strategy."""
+
+    def __init__(self, config: Config, pool: NodeSet, codes: np.ndarray, data: Data):
+        params = dict(config.params)
+        if config.data_graph:
+            params = {"kernel": data.kernel, "n_neighbors": data.n_neighbors, **params}
+        self.clf = SpectralGraphClassifier(nodes=pool, **params)
+        self.pool, self.codes, self.config = pool, codes, config
+
+    def _fit(self):
+        self.clf.fit(self.pool.data[self.labeled], self.codes[self.labeled])
+
+    def start(self, labeled):
+        self.labeled = np.asarray(labeled)
+        self._fit()
+
+    def query(self, cands, batch, rng):
+        if self.config.strategy == "rand":
+            return _random(cands, batch, rng)
+        function, options = _SKMCAL_STRATEGIES[self.config.strategy]
+        options = {**options, **self.config.options}
+        nodes, _ = function(
+            self.clf, self.pool, batch, candidates=cands, random_state=rng, **options
+        )
+        return nodes
+
+    def add(self, nodes):
+        self.labeled = np.concatenate([self.labeled, nodes])
+        self._fit()
+
+    def predict(self):
+        return self.clf.transduction_
+
+
+class GraphLearningLearner:
+    """graphlearning's ``active_learner`` over ``gl.ssl.laplace(W)`` or ``gl.ssl.poisson(W)``.
+
+    ``W`` is graphlearning's own kNN graph (``gl.weightmatrix.knn``, its
+    Gaussian weights, annoy search above 5 dimensions, angular similarity for
+    a cosine data set); ``mc`` and ``vopt`` get the spectral covariance
+    ``C = diag(1 / (evals + 1e-11))``, ``V = evecs`` of its 50 smallest
+    normalised-Laplacian eigenpairs.
+    """
+
+    ACQUISITIONS = {
+        "mc": "model_change",
+        "vopt": "var_opt",
+        "unc": "unc_sampling",
+        "rand": "unc_sampling",
+    }
+
+    def __init__(self, config: Config, graphs: PeerGraphs, codes: np.ndarray):
+        self.config, self.graphs, self.codes = config, graphs, codes
+
+    def start(self, labeled):
+        import graphlearning as gl
+
+        W = self.graphs.gl_weights
+        model = gl.ssl.laplace(W) if self.config.family == "gl-laplace" else gl.ssl.poisson(W)
+        name = self.ACQUISITIONS[self.config.strategy]
+        kwargs = {}
+        if name in ("model_change", "var_opt"):
+            evals, evecs = self.graphs.gl_eigen
+            kwargs = {"C": np.diag(1.0 / (evals + 1e-11)), "V": evecs}
+        labeled = np.asarray(labeled)
+        self.al = gl.active_learning.active_learner(
+            model, getattr(gl.active_learning, name), labeled, self.codes[labeled], **kwargs
+        )
+
+    def query(self, cands, batch, rng):
+        if self.config.strategy == "rand":
+            return _random(cands, batch, rng)
+        return self.al.select_queries(batch_size=batch, candidate_ind=cands)
+
+    def add(self, nodes):
+        self.al.update(nodes, self.codes[nodes])
+
+    def predict(self):
+        return np.argmax(self.al.u, axis=1)
+
+    def finite(self) -> bool:
+        return bool(np.all(np.isfinite(self.al.u)))
+
+
+class LabelSpreadingLearner:
+    """``LabelSpreading(kernel="knn", n_neighbors=k)`` with margin sampling.
+
+    The kNN connectivity graph is the one LabelSpreading builds
+    (``NearestNeighbors(k).fit(X).kneighbors_graph(X, k, mode="connectivity")``),
+    computed once per data set and handed over as a callable kernel, so the
+    refits skip the neighbour search; the model is the same.
+    """
+
+    def __init__(self, config: Config, graphs: PeerGraphs, codes: np.ndarray):
+        from sklearn.semi_supervised import LabelSpreading
+
+        knn = graphs.ls_knn
+        self.config, self.codes, self.X = config, codes, graphs.X
+        self.model = LabelSpreading(kernel=lambda a, b: knn.copy())
+
+    def _fit(self):
+        y = np.full(self.codes.size, -1)
+        y[self.labeled] = self.codes[self.labeled]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ConvergenceWarning after its 30 iterations
+            self.model.fit(self.X, y)
+
+    def start(self, labeled):
+        self.labeled = np.asarray(labeled)
+        self._fit()
+
+    def query(self, cands, batch, rng):
+        if self.config.strategy == "rand":
+            return _random(cands, batch, rng)
+        top2 = np.sort(self.model.label_distributions_[cands], axis=1)[:, -2:]
+        return _best(cands, top2[:, 0] - top2[:, 1], batch, rng)
+
+    def add(self, nodes):
+        self.labeled = np.concatenate([self.labeled, nodes])
+        self._fit()
+
+    def predict(self):
+        return self.model.transduction_

@@ -1,0 +1,213 @@
+"""Tables and figures of ``bench_accuracy.py``, from the CSV files of its output folder.
+
+Method names are ``model:strategy`` (``mgr:mc``, ``gl-poisson:unc``, ``ls:rand``)
+plus ``default``. A figure has one panel per strategy, one curve per model
+(mean over trials, a band of one standard deviation), and the default
+configuration, black and dashed, in every panel.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+from _accuracy_common import BATCH, CHECKPOINTS, DATASETS, N_FINAL, N_START, REPORTED, read_rows
+
+PANELS = {
+    "mc": "model change",
+    "vopt": "V-opt",
+    "sopt": "Σ-opt",
+    "unc": "uncertainty (margin)",
+    "rand": "random",
+}
+
+
+def summarize(rows: list[dict]) -> dict:
+    """Per method: accuracies (trials x checkpoints), worst one-batch drop, seconds per batch.
+
+    Only complete runs count (another process may be writing the file).
+    """
+    out = {}
+    for method in dict.fromkeys(r["method"] for r in rows):
+        trials: dict[int, dict[int, tuple[float, float]]] = {}
+        for r in rows:
+            if r["method"] == method:
+                trials.setdefault(r["trial"], {})[r["n_labels"]] = (r["accuracy"], r["seconds"])
+        trials = {t: d for t, d in trials.items() if len(d) == len(CHECKPOINTS)}
+        if not trials:
+            continue
+        acc = np.array([[t[n][0] for n in CHECKPOINTS] for t in trials.values()])
+        secs = np.array([[t[n][1] for n in CHECKPOINTS[1:]] for t in trials.values()])
+        out[method] = {
+            "acc": acc,
+            "drop": float(np.max(-np.diff(acc, axis=1))) if np.isfinite(acc).all() else math.nan,
+            "seconds": float(np.mean(secs)),
+        }
+    return out
+
+
+def _order(methods, configs) -> list[str]:
+    known = [m for m in configs if m in methods]
+    return known + sorted(set(methods) - set(known))
+
+
+def markdown_table(stats: dict, configs: dict) -> list[str]:
+    """Method x reported label counts, mean ± std; the best mean of each column in bold."""
+    cols = [CHECKPOINTS.index(n) for n in REPORTED]
+    means = {m: s["acc"].mean(axis=0) for m, s in stats.items()}
+    best = [
+        max((means[m][c] for m in stats if np.isfinite(means[m][c])), default=math.nan)
+        for c in cols
+    ]
+    head = " | ".join(str(n) for n in REPORTED)
+    lines = [
+        f"| method | {head} | worst drop (pts) | s / batch | trials |",
+        "|---|" + "---|" * (len(REPORTED) + 3),
+    ]
+    for m in _order(stats, configs):
+        acc = stats[m]["acc"]
+        cells = []
+        for c, b in zip(cols, best, strict=True):
+            if not np.isfinite(acc[:, c]).all():
+                cells.append("failed")
+                continue
+            cell = f"{acc[:, c].mean():.3f} ± {acc[:, c].std():.3f}"
+            cells.append(f"**{cell}**" if f"{b:.3f}" == cell[:5] else cell)
+        name = f"**{m}**" if m == "default" else m
+        lines.append(
+            f"| {name} | " + " | ".join(cells) + f" | {100 * stats[m]['drop']:.1f} | "
+            f"{stats[m]['seconds']:.3f} | {acc.shape[0]} |"
+        )
+    return lines
+
+
+#: Colours of the models known today; a new model takes the next free colour of tab10.
+COLORS = {
+    "mgr": "tab:blue",
+    "gr": "tab:blue",
+    "ce": "tab:orange",
+    "probit": "tab:orange",
+    "logistic": "tab:olive",
+    "gl-laplace": "tab:green",
+    "gl-poisson": "tab:red",
+    "ls": "tab:purple",
+}
+
+
+def _styles(configs: dict) -> dict[str, dict]:
+    """Line style per model (the same on every figure): peers dash-dotted."""
+    import matplotlib
+
+    free = [c for c in matplotlib.colormaps["tab10"].colors if c not in COLORS.values()]
+    styles = {}
+    for m, config in configs.items():
+        model = m.partition(":")[0]
+        if m == "default" or model in styles:
+            continue
+        color = COLORS.get(model) or free[len(styles) % len(free)]
+        styles[model] = {
+            "color": color,
+            "lw": 1.3,
+            "ls": "-" if config.family == "skmcal" else "-.",
+        }
+    return styles
+
+
+def plot(name: str, stats: dict, configs: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    styles = _styles(configs)
+    x = np.array(CHECKPOINTS)
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(4 * len(PANELS), 4.4), sharey=True)
+    handles = {}
+    for ax, (strategy, title) in zip(axes, PANELS.items(), strict=True):
+        for m in _order(stats, configs):
+            model, _, suffix = m.partition(":")
+            config = configs.get(m)
+            if m == "default":
+                kw = {"color": "black", "lw": 2.2, "ls": "--", "zorder": 5}
+                label = "default (skmcal defaults + model change)"
+            elif config is not None and config.strategy == strategy:
+                kw = styles.get(model, {"color": "gray", "lw": 1.3})
+                label = f"skmcal {model}" if config.family == "skmcal" else model
+                label += "" if suffix == strategy else f" ({suffix})"
+            else:
+                continue
+            mean, std = stats[m]["acc"].mean(axis=0), stats[m]["acc"].std(axis=0)
+            (line,) = ax.plot(x, mean, label=label, **kw)
+            ax.fill_between(x, mean - std, mean + std, color=kw["color"], alpha=0.12, lw=0)
+            handles.setdefault(label, line)
+        ax.set_xscale("log")
+        ax.set_xticks(REPORTED, [str(n) for n in REPORTED])
+        ax.minorticks_off()
+        ax.set_title(title)
+        ax.set_xlabel("labels")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("accuracy on the unlabeled nodes")
+    finite = [s["acc"].mean(axis=0) for s in stats.values() if np.isfinite(s["acc"]).all()]
+    low = min((mean.min() for mean in finite), default=0.0)
+    axes[0].set_ylim(max(0.0, low - 0.02), 1.0)
+    rank = {model: i for i, model in enumerate(["default", *styles])}
+    labels = sorted(
+        handles, key=lambda label: rank.get(label.removeprefix("skmcal ").split(" ")[0], 99)
+    )
+    fig.legend(
+        [handles[label] for label in labels],
+        labels,
+        loc="lower center",
+        ncol=min(len(labels), 8),
+        frameon=False,
+    )
+    trials = max(s["acc"].shape[0] for s in stats.values())
+    fig.suptitle(f"{name}: accuracy against labels, mean ± std over {trials} trial(s)")
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def report(out: Path, configs: dict) -> Path:
+    """Write ``accuracy.md`` and one PNG per data set from the CSV files in ``out``."""
+    lines = [
+        "# Accuracy against the number of labels (`benchmarks/bench_accuracy.py`)",
+        "",
+        f"Every method starts from the same {N_START} labels per trial (as even over the "
+        f"classes as possible: 2 per class with 10 classes, 6-7 with 3, 10 with 2), then "
+        f"labels batches of {BATCH} chosen among a random 10% of its unlabeled nodes, to "
+        f"{N_FINAL}. Accuracy on the nodes not labeled, mean ± std over trials; the best mean "
+        "of each column in bold. *worst drop*: the largest fall of accuracy over one batch, "
+        "in any trial (points). *s / batch*: query + refit, mean. Methods are "
+        "`model:strategy` (`python benchmarks/bench_accuracy.py --list`); **default** is "
+        "`SpectralGraphClassifier(nodes=pool)` with model change, graph included.",
+        "",
+    ]
+    for name in DATASETS:
+        stats = summarize(read_rows(out / f"{name}.csv"))
+        if not stats:
+            continue
+        plot(name, stats, configs, out / f"{name}.png")
+        saved = json.loads((out / f"{name}.json").read_text())
+        lines += [f"## {name}", "", saved.get("data", ""), "", f"![{name}]({name}.png)", ""]
+        lines += markdown_table(stats, configs) + ["", "Commands that wrote these rows:", ""]
+        lines += [
+            f"- `{r['command']}` ({r['date']}; skmcal {r['revision']}; {r['machine']})"
+            for r in saved["runs"]
+        ] + [""]
+    failures = out / "failures.csv"
+    if failures.exists() and failures.read_text().strip():
+        lines += [
+            "## Failures and warnings (`failures.csv`)",
+            "",
+            "| data | method | trial | what |",
+            "|---|---|---|---|",
+        ]
+        with failures.open(newline="", encoding="utf-8") as f:
+            lines += [f"| {' | '.join(r)} |" for r in csv.reader(f) if r] + [""]
+    path = out / "accuracy.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path

@@ -1,0 +1,288 @@
+#!/usr/bin/env python
+"""Accuracy against the number of labels: skmcal's configurations against the peers.
+
+Usage (from the repository root)::
+
+    python benchmarks/bench_accuracy.py --datasets digits binary-clusters --trials 2
+    python benchmarks/bench_accuracy.py --datasets mnist-test samson --trials 5
+    python benchmarks/bench_accuracy.py --only 'gl-*' --datasets digits   # some methods
+    python benchmarks/bench_accuracy.py --report                          # tables, plots only
+    python benchmarks/bench_accuracy.py --list                            # the methods
+
+Per data set and trial: every method starts from the same ``N_START`` = 20
+labels (as even over the classes as possible; 2 per class with 10 classes),
+then queries batches of ``BATCH`` = 5 nodes, each among a random 10% of its
+unlabeled nodes (the same random order of the nodes for every method, see
+``_accuracy_common.candidates``), until 500 labels. After the start and after
+every batch it records the accuracy on the nodes not labeled (transductive)
+and the seconds of that step (the initial fit; then query + refit). Graphs and
+spectra are built before any timed step.
+
+The methods are data: :data:`CONFIGS` maps a name to a
+``_accuracy_common.Config`` (family, parameters, strategy); a new
+configuration is one more line. Results go to ``<out>/<dataset>.csv`` (one row
+per method, trial and label count, appended as the runs go), and a rerun only
+computes the (method, trial) runs missing there (a run cut short is redone).
+``<out>/<dataset>.json`` holds the settings, which a rerun must share, and the
+commands that wrote the rows. Then ``<out>/accuracy.md`` (method x labels per
+data set) and ``<out>/<dataset>.png`` are written from every CSV in ``<out>``.
+A method that raises is recorded in ``<out>/failures.csv`` and its remaining
+rows hold NaN; graphlearning scores that are not finite are noted there too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import fnmatch
+import json
+import math
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from _accuracy_common import (
+    BATCH,
+    CHECKPOINTS,
+    COLUMNS,
+    DATASETS,
+    N_FINAL,
+    N_START,
+    Config,
+    GraphLearningLearner,
+    LabelSpreadingLearner,
+    PeerGraphs,
+    SkmcalLearner,
+    candidates,
+    initial_labels,
+    read_rows,
+    tie_break_rng,
+)
+from _accuracy_report import report
+
+SETTINGS = {"n_start": N_START, "batch": BATCH, "n_final": N_FINAL, "candidates": 0.1}
+
+MULTI, BINARY = "multiclass", "binary"
+STRATEGIES = ("mc", "vopt", "sopt", "unc", "rand")
+#: The methods. skmcal: SpectralGraphClassifier(nodes=pool, **params) on the data set's graph.
+CONFIGS: dict[str, Config] = {
+    # The classifier's defaults, graph included, with model change: what a new user gets.
+    "default": Config("skmcal", "mc", data_graph=False),
+    **{
+        f"{loss}:{s}": Config("skmcal", s, {"loss": loss}, MULTI)
+        for loss in ("mgr", "ce")
+        for s in STRATEGIES
+    },
+    **{
+        f"{loss}:{s}": Config("skmcal", s, {"loss": loss}, BINARY)
+        for loss in ("gr", "probit", "logistic")
+        for s in STRATEGIES
+    },
+    **{
+        f"{family}:{s}": Config(family, s)
+        for family in ("gl-laplace", "gl-poisson")
+        for s in ("mc", "vopt", "unc", "rand")
+    },
+    "ls:unc": Config("ls", "unc"),
+    "ls:rand": Config("ls", "rand"),
+}
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+# --------------------------------------------------------------------- files
+def complete_runs(path: Path) -> set[tuple[str, int]]:
+    """The (method, trial) runs with every checkpoint in ``path``; the file keeps only those."""
+    rows = read_rows(path)
+    seen: dict[tuple[str, int], list[int]] = {}
+    for r in rows:
+        seen.setdefault((r["method"], r["trial"]), []).append(r["n_labels"])
+    done = {run for run, labels in seen.items() if sorted(labels) == CHECKPOINTS}
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(r for r in rows if (r["method"], r["trial"]) in done)
+    return done
+
+
+def record_command(path: Path, info: dict, description: str) -> None:
+    """Check the settings of ``<dataset>.json`` (or write them) and add this command."""
+    saved = json.loads(path.read_text()) if path.exists() else {"settings": SETTINGS, "runs": []}
+    saved["data"] = description
+    if saved["settings"] != SETTINGS:
+        sys.exit(
+            f"{path} was written with settings {saved['settings']}, not {SETTINGS}; "
+            "use another --out."
+        )
+    saved["runs"].append(info)
+    path.write_text(json.dumps(saved, indent=1) + "\n")
+
+
+# ----------------------------------------------------------------- the loop
+def make_learner(config: Config, pool, codes, data, graphs):
+    if config.family == "skmcal":
+        return SkmcalLearner(config, pool, codes, data)
+    if config.family.startswith("gl-"):
+        return GraphLearningLearner(config, graphs, codes)
+    return LabelSpreadingLearner(config, graphs, codes)
+
+
+def run_one(learner, codes, seed, trial, emit, note):
+    """One active-learning run; ``emit(n_labels, accuracy, seconds)`` after each step."""
+    labeled = initial_labels(codes, seed, trial)
+    rng = tie_break_rng(seed, trial)
+    n = codes.size
+
+    def accuracy():
+        if hasattr(learner, "finite") and not learner.finite():
+            note(f"non-finite scores at {labeled.size} labels")
+        unlabeled = np.ones(n, dtype=bool)
+        unlabeled[labeled] = False
+        return float(np.mean(learner.predict()[unlabeled] == codes[unlabeled]))
+
+    start = time.perf_counter()
+    learner.start(labeled)
+    emit(labeled.size, accuracy(), time.perf_counter() - start)
+    for batch in range(1, (N_FINAL - N_START) // BATCH + 1):
+        cands = candidates(labeled, n, seed, trial, batch)
+        start = time.perf_counter()
+        nodes = np.asarray(learner.query(cands, BATCH, rng), dtype=np.intp)
+        learner.add(nodes)
+        seconds = time.perf_counter() - start
+        if np.unique(nodes).size != BATCH or np.isin(nodes, labeled).any():
+            raise RuntimeError(f"the query returned {nodes}: repeated or labeled nodes")
+        labeled = np.concatenate([labeled, nodes])
+        emit(labeled.size, accuracy(), seconds)
+
+
+def run_dataset(name: str, args, info: dict) -> None:
+    from skmcal import NodeSet
+
+    data = DATASETS[name]
+    try:
+        X, y = data.load(args.data_home)
+    except (FileNotFoundError, OSError) as exc:
+        log(f"{name}: skipped, data not found ({exc})")
+        return
+    X = np.asarray(X, dtype=np.float64)
+    codes = np.unique(y, return_inverse=True)[1].reshape(-1).astype(np.intp)
+    n_classes = int(codes.max()) + 1
+    n_duplicates = X.shape[0] - np.unique(X, axis=0).shape[0]
+    description = (
+        f"{X.shape[0]} x {X.shape[1]}, {n_classes} classes, {n_duplicates} duplicate rows; "
+        f"graph: {data.kernel}, k = {data.n_neighbors}"
+    )
+    log(f"{name}: {description}")
+    path = args.out / f"{name}.csv"
+    done = complete_runs(path)
+    pending = [
+        (m, t)
+        for t in range(args.trials)
+        for m, c in CONFIGS.items()
+        if c.runs_on(n_classes)
+        and (m, t) not in done
+        and any(fnmatch.fnmatch(m, p) for p in args.only)
+    ]
+    if not args.graphlearning:
+        pending = [(m, t) for m, t in pending if not CONFIGS[m].family.startswith("gl-")]
+    log(f"  {len(done)} runs already complete, {len(pending)} to compute")
+    if not pending:
+        return
+    record_command(args.out / f"{name}.json", info, description)
+    pool = NodeSet(X)
+    graphs = PeerGraphs(X, data, log)
+    started = time.perf_counter()
+    for method in dict.fromkeys(m for m, _ in pending):  # skmcal's graphs, built untimed
+        if CONFIGS[method].family == "skmcal":
+            learner = make_learner(CONFIGS[method], pool, codes, data, graphs)
+            learner.start(initial_labels(codes, args.seed, 0))
+    log(f"  skmcal graphs and spectra (one fit per method): {time.perf_counter() - started:.1f} s")
+    with (
+        path.open("a", newline="", encoding="utf-8") as f,
+        (args.out / "failures.csv").open("a", newline="", encoding="utf-8") as ff,
+    ):
+        writer = csv.writer(f, lineterminator="\n")
+        failures = csv.writer(ff, lineterminator="\n")
+        for method, trial in pending:
+            rows, notes = [], set()
+
+            def emit(n_labels, accuracy, seconds, method=method, trial=trial, rows=rows):
+                rows.append(n_labels)
+                writer.writerow([name, method, trial, n_labels, repr(accuracy), repr(seconds)])
+                f.flush()
+
+            def note(message, method=method, trial=trial, notes=notes):
+                if message.split(" at ")[0] not in notes:
+                    notes.add(message.split(" at ")[0])
+                    failures.writerow([name, method, trial, message])
+                    ff.flush()
+
+            started = time.perf_counter()
+            try:
+                learner = make_learner(CONFIGS[method], pool, codes, data, graphs)
+                run_one(learner, codes, args.seed, trial, emit, note)
+            except Exception as exc:  # a peer that breaks is a result, not a crash
+                note(f"failed at {CHECKPOINTS[len(rows)]} labels: {type(exc).__name__}: {exc}")
+                for n_labels in CHECKPOINTS[len(rows) :]:
+                    emit(n_labels, math.nan, math.nan)
+            log(f"  trial {trial} {method:16s} {time.perf_counter() - started:7.1f} s")
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
+    p.add_argument(
+        "--only",
+        nargs="+",
+        default=["*"],
+        metavar="CONFIG",
+        help="method names or shell patterns (default: all)",
+    )
+    p.add_argument("--trials", type=int, default=5, help="trials 0 .. TRIALS-1 (default 5)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results/accuracy"))
+    p.add_argument("--data-home", default=None, help="skmcal's data folder (MNIST, Samson)")
+    p.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
+    p.add_argument("--no-graphlearning", dest="graphlearning", action="store_false")
+    p.add_argument("--report", action="store_true", help="only write the tables and plots")
+    p.add_argument("--list", action="store_true", help="print the methods and exit")
+    args = p.parse_args(argv)
+    if args.list:
+        for m, c in CONFIGS.items():
+            log(f"{m:18s} {c}")
+        return
+    unknown = [o for o in args.only if not fnmatch.filter(CONFIGS, o)]
+    if unknown:
+        p.error(f"--only {unknown} match no method; see --list")
+    args.out.mkdir(parents=True, exist_ok=True)
+    if not args.report:
+        from bench_al import n_cores, skmcal_revision
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(args.threads)
+        try:
+            import graphlearning  # noqa: F401
+        except ImportError:
+            log("graphlearning is not installed (pip install -e '.[bench]'): its methods skipped")
+            args.graphlearning = False
+        info = {
+            "command": shlex.join(["python", "benchmarks/bench_accuracy.py", *sys.argv[1:]]),
+            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "revision": skmcal_revision(),
+            "machine": f"{n_cores()} cores, {args.threads} BLAS thread(s), load average "
+            + " ".join(f"{v:.2f}" for v in os.getloadavg())
+            + " at the start",
+        }
+        for name in args.datasets:
+            run_dataset(name, args, info)
+    log(f"wrote {report(args.out, CONFIGS)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""Full-graph models and Poisson learning: solve times and accuracy.
+
+Timing (``--sizes``; first N rows of Fashion-MNIST, 10-NN self-tuning graph,
+pynndescent from 20,000 nodes): the AMG hierarchy's set-up, a cold fit from
+2 random labels per class, and warm refits each adding 5 random labels (the
+active-learning refit; median of ``--refits``) for full-graph ``mgr`` and
+``ce`` (paper's tau, gamma) and Poisson learning, beside the spectral fit; at
+N <= 10,000 also SuperLU's sparse factorisation of the ``mgr`` matrix.
+Accuracy (``--accuracy``): MNIST-test (10,000), random labels per class,
+mean of 3 draws, on the unlabeled nodes.
+
+    python benchmarks/bench_fullgraph.py --sizes 10000 70000 --out benchmarks/results
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import _harness as h
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as sla
+
+from skmcal.datasets import load_fashion_mnist, load_mnist_test
+from skmcal.fitting import fit_posterior
+from skmcal.fullgraph import LaplacianSolver, fit_full_graph
+from skmcal.graph import GraphParams, build_graph
+from skmcal.losses import LOSSES
+from skmcal.poisson import poisson_learning
+
+PAPER = {"mgr": (0.005, 0.1), "ce": (0.005, 0.5)}
+
+
+def graph_of(X, n, cache):
+    path = None if cache is None else cache / f"graph_{n}.npz"
+    if path is not None and path.exists():
+        f = np.load(path)
+        W = sp.csr_matrix((f["data"], f["indices"], f["indptr"]), shape=(n, n))
+        return W, f["evals"], f["evecs"]
+    neighbors = None
+    if n >= 20000:
+        import pynndescent
+
+        neighbors = pynndescent.PyNNDescentTransformer(n_neighbors=11, random_state=0)
+    params = GraphParams("gaussian", 10, 5, 3.0, 50, neighbors=neighbors, random_state=0)
+    g = build_graph(X, params)
+    if path is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        W = g.weights
+        np.savez(path, data=W.data, indices=W.indices, indptr=W.indptr,
+                 evals=g.eigenvalues, evecs=g.eigenvectors)  # fmt: skip
+    return g.weights, g.eigenvalues, g.eigenvectors
+
+
+def clock(fn):
+    t = time.perf_counter()
+    out = fn()
+    return out, 1000.0 * (time.perf_counter() - t)
+
+
+def random_labels(y, per_class, rng):
+    return np.concatenate(
+        [rng.choice(np.flatnonzero(y == c), per_class, replace=False) for c in np.unique(y)]
+    )
+
+
+def timing(n, X, y, args):
+    W, evals, evecs = graph_of(X[:n], n, args.graph_cache)
+    y = y[:n]
+    rng = np.random.RandomState(0)
+    start = random_labels(y, 2, rng)
+    extra = rng.choice(np.setdiff1d(np.arange(n), start), 5 * args.refits, replace=False)
+    rows = []
+    for model in ("mgr", "ce", "poisson"):
+        solver = LaplacianSolver(W)
+
+        def fit(labeled, init, model=model, solver=solver):
+            if model == "poisson":
+                return poisson_learning(
+                    W, labeled, y[labeled], 10, init=init, solver=solver, tol=args.tol
+                )
+            out = fit_full_graph(LOSSES[model], W, labeled, np.eye(10)[y[labeled]],
+                                 *PAPER[model], init=init, solver=solver, tol=args.tol)  # fmt: skip
+            return out.latent
+
+        latent, cold = clock(lambda fit=fit: fit(start, None))
+        setups, warm = solver.n_setups, []
+        for r in range(args.refits):
+            labeled = np.concatenate([start, extra[: 5 * (r + 1)]])
+            latent, ms = clock(lambda fit=fit, labeled=labeled, latent=latent: fit(labeled, latent))
+            warm.append(ms)
+        rows.append((n, model, cold, float(np.median(warm)), max(warm), solver.n_setups - setups))
+    for loss in ("mgr", "ce"):
+        Y = np.eye(10)[y[start]]
+        _, ms = clock(lambda Y=Y, loss=loss: fit_posterior(
+            LOSSES[loss], evals + PAPER[loss][0] ** 2, evecs, start, Y, PAPER[loss][1]))
+        rows.append((n, f"spectral {loss}", ms, float("nan"), float("nan"), 0))
+    solver = LaplacianSolver(W)
+    shift = np.full(n, PAPER["mgr"][0] ** 2)
+    shift[start] += 1.0 / PAPER["mgr"][1] ** 2
+    _, ms = clock(lambda: solver._build(shift))
+    rows.append((n, "AMG set-up", ms, float("nan"), float("nan"), 1))
+    if n <= 10000:
+        Q = (solver.laplacian + sp.diags(shift)).tocsc()
+        lu, ms = clock(lambda: sla.splu(Q))
+        rows.append((n, f"SuperLU factor ({lu.L.nnz + lu.U.nnz} nonzeros)", ms, float("nan"),
+                     float("nan"), 0))  # fmt: skip
+    return rows
+
+
+def accuracy(args):
+    X, y = load_mnist_test(h.data_home())
+    W, evals, evecs = graph_of(X, y.size, args.graph_cache and args.graph_cache / "mnist")
+    table = []
+    for per_class in (1, 2, 5, 10):
+        acc = {}
+        for trial in range(3):
+            labeled = random_labels(y, per_class, np.random.RandomState(trial))
+            free = np.setdiff1d(np.arange(y.size), labeled)
+            Y = np.eye(10)[y[labeled]]
+            scores = {"Poisson": poisson_learning(W, labeled, y[labeled], 10)}
+            for loss, (tau, gamma) in PAPER.items():
+                full = fit_full_graph(LOSSES[loss], W, labeled, Y, tau, gamma)
+                scores[f"full {loss}"] = full.latent
+                post = fit_posterior(LOSSES[loss], evals + tau**2, evecs, labeled, Y, gamma)
+                scores[f"spectral {loss}"] = evecs @ post.coef
+            for name, U in scores.items():
+                acc.setdefault(name, []).append(np.mean(U[free].argmax(axis=1) == y[free]))
+        table.append((per_class, {k: float(np.mean(v)) for k, v in acc.items()}))
+    return table
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", type=int, nargs="*", default=[10000, 70000])
+    p.add_argument("--refits", type=int, default=5)
+    p.add_argument("--tol", type=float, default=1e-8, help="tol of the full-graph solves")
+    p.add_argument("--accuracy", action="store_true", help="also the MNIST-test accuracy table")
+    p.add_argument("--graph-cache", type=Path, default=None, help="folder to keep built graphs")
+    p.add_argument("--out", type=Path, default=None)
+    args = p.parse_args(argv)
+    lines = [f"machine: {os.cpu_count()} cores, load average {os.getloadavg()}, tol {args.tol}", ""]
+    if args.sizes:
+        X, y = load_fashion_mnist(n_samples=max(args.sizes))
+        lines += ["| N | model | cold fit (ms) | warm refit +5 labels, median (ms) | max (ms) |"
+                  " hierarchies built in refits |", "|---|---|---|---|---|---|"]  # fmt: skip
+        for n in args.sizes:
+            for row in timing(n, X, y, args):
+                lines.append("| {} | {} | {:.0f} | {:.0f} | {:.0f} | {} |".format(*row))
+                print(lines[-1], flush=True)
+    if args.accuracy:
+        table = accuracy(args)
+        names = list(table[0][1])
+        lines += ["", "| labels per class | " + " | ".join(names) + " |",
+                  "|---" * (len(names) + 1) + "|"]  # fmt: skip
+        for per_class, acc in table:
+            lines.append(f"| {per_class} | " + " | ".join(f"{acc[k]:.3f}" for k in names) + " |")
+    lines.append(f"load average after: {os.getloadavg()}")
+    print("\n".join(lines))
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "bench_fullgraph.md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

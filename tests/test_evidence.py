@@ -1,0 +1,122 @@
+"""Evidence of the spectral model against dense evaluations of the same formulas."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+from skmcal.evidence import log_evidence, select_hyperparameters
+from skmcal.fitting import fit_posterior
+from skmcal.losses import LOSSES
+
+M, N_LABELED, N_CLASSES = 6, 10, 3
+
+
+def _problem(seed=0):
+    rng = np.random.RandomState(seed)
+    V = np.linalg.qr(rng.randn(40, M))[0]
+    eigenvalues = np.sort(rng.uniform(0, 1, M))
+    eigenvalues[0] = 0.0
+    labeled = rng.choice(40, N_LABELED, replace=False)
+    codes = np.argmax(V[labeled, 1:4] + 0.05 * rng.randn(N_LABELED, 3), axis=1)
+    return eigenvalues, V[labeled], codes
+
+
+def _targets(loss, codes):
+    return np.eye(N_CLASSES)[codes] if loss.multiclass else np.where(codes == 0, -1.0, 1.0)
+
+
+@pytest.mark.parametrize("name", ["gr", "mgr"])
+@pytest.mark.parametrize(("tau", "gamma"), [(0.01, 0.1), (0.3, 1.0)])
+def test_closed_form_matches_dense_gaussian_density(name, tau, gamma):
+    loss = LOSSES[name]
+    eigenvalues, P, codes = _problem()
+    targets = _targets(loss, codes)
+    S = gamma**2 * np.eye(N_LABELED) + P @ np.diag(1.0 / (eigenvalues + tau**2)) @ P.T
+    Y = targets.reshape(N_LABELED, -1)
+    expected = sum(
+        multivariate_normal(np.zeros(N_LABELED), S).logpdf(Y[:, c]) for c in range(Y.shape[1])
+    )
+    got = log_evidence(loss, eigenvalues, P, targets, tau, gamma)
+    assert got == pytest.approx(expected, rel=1e-10)
+
+
+def _dense_laplace(loss, eigenvalues, P, targets, tau, gamma):
+    """The Laplace formula from explicit full-space matrices (class-major for ce)."""
+    prior = eigenvalues + tau**2
+    coef = fit_posterior(loss, prior, P, np.arange(P.shape[0]), targets, gamma).coef
+    if loss.multiclass:
+        U = P @ coef
+        Pi = loss.proba(U, gamma)
+        H = np.kron(np.eye(N_CLASSES), np.diag(prior))
+        for j in range(N_LABELED):
+            block = (np.diag(Pi[j]) - np.outer(Pi[j], Pi[j])) / gamma**2
+            H += np.kron(block, np.outer(P[j], P[j]))
+        log_prior_det = N_CLASSES * np.sum(np.log(prior))
+        quad = np.sum(prior[:, None] * coef**2)
+    else:
+        second = loss.derivatives(P @ coef, targets, gamma)[1]
+        H = np.diag(prior) + P.T @ np.diag(second) @ P
+        log_prior_det = np.sum(np.log(prior))
+        quad = np.sum(prior * coef**2)
+    value = loss.value(P @ coef, targets, gamma).sum()
+    return -value - 0.5 * quad - 0.5 * np.linalg.slogdet(H)[1] + 0.5 * log_prior_det
+
+
+@pytest.mark.parametrize("name", ["logistic", "probit", "ce"])
+@pytest.mark.parametrize(("tau", "gamma"), [(0.01, 0.1), (0.3, 1.0)])
+def test_laplace_matches_dense_formula(name, tau, gamma):
+    loss = LOSSES[name]
+    eigenvalues, P, codes = _problem()
+    targets = _targets(loss, codes)
+    got = log_evidence(loss, eigenvalues, P, targets, tau, gamma)
+    expected = _dense_laplace(loss, eigenvalues, P, targets, tau, gamma)
+    assert got == pytest.approx(expected, rel=1e-9)
+
+
+def test_laplace_formula_is_exact_for_the_gaussian_likelihood():
+    """For gr, the Laplace formula with the normalising constant equals the closed form."""
+    loss = LOSSES["gr"]
+    eigenvalues, P, codes = _problem()
+    targets = _targets(loss, codes)
+    tau, gamma = 0.05, 0.4
+    laplace = _dense_laplace(loss, eigenvalues, P, targets, tau, gamma)
+    constant = -N_LABELED * (np.log(gamma) + 0.5 * np.log(2.0 * np.pi))
+    assert log_evidence(loss, eigenvalues, P, targets, tau, gamma) == pytest.approx(
+        laplace + constant, rel=1e-10
+    )
+
+
+@pytest.mark.parametrize("name", ["mgr", "ce"])
+def test_select_hyperparameters_takes_the_grid_maximum(name):
+    loss = LOSSES[name]
+    eigenvalues, P, codes = _problem()
+    targets = _targets(loss, codes)
+    taus, gammas = (0.01, 0.1, 0.5), (0.1, 0.3, 1.0)
+    tau, gamma, table = select_hyperparameters(loss, eigenvalues, P, targets, taus, gammas)
+    brute = np.array(
+        [[log_evidence(loss, eigenvalues, P, targets, t, g) for g in gammas] for t in taus]
+    )
+    np.testing.assert_allclose(table, brute, rtol=1e-8)
+    i, j = np.unravel_index(np.argmax(brute), brute.shape)
+    assert (tau, gamma) == (taus[i], gammas[j])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"taus": ()}, "taus must be a non-empty grid"),
+        ({"gammas": (0.1, -1.0)}, "gammas must be a non-empty grid"),
+        ({"P": np.zeros((N_LABELED, M + 1))}, "P must have shape"),
+        ({"targets": np.zeros(N_LABELED)}, "targets must have"),
+    ],
+)
+def test_errors(kwargs, match):
+    eigenvalues, P, codes = _problem()
+    args = {"P": P, "targets": np.eye(N_CLASSES)[codes], "taus": (0.1,), "gammas": (0.5,)}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        select_hyperparameters(
+            LOSSES["ce"], eigenvalues, args["P"], args["targets"], args["taus"], args["gammas"]
+        )

@@ -1,0 +1,97 @@
+"""Poisson learning against a dense solve of its linear system."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skmcal.fullgraph import LaplacianSolver
+from skmcal.poisson import poisson_learning
+
+N_CLASSES = 3
+
+
+def _graph(n=40, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.rand(n, 2)
+    dist = np.linalg.norm(X[:, None] - X[None], axis=2)
+    W = np.zeros((n, n))
+    for i in range(n):
+        nearest = np.argsort(dist[i])[1:6]
+        W[i, nearest] = np.exp(-(dist[i, nearest] ** 2) / 0.05)
+    return 0.5 * (W + W.T)
+
+
+def _dense_poisson(W, labeled, codes, priors):
+    """pinv of ``D - W`` on the sources balanced per component, degree-weighted mean 0."""
+    from scipy.sparse.csgraph import connected_components
+
+    d = W.sum(axis=1)
+    onehot = np.eye(N_CLASSES)[codes]
+    ybar = onehot.mean(axis=0)
+    B = np.zeros((W.shape[0], N_CLASSES))
+    np.add.at(B, labeled, onehot - ybar)
+    _, comp = connected_components(W, directed=False)
+    for c in np.unique(comp):
+        m = comp == c
+        B[m] -= np.outer(d[m], B[m].sum(axis=0)) / d[m].sum()
+    U = np.linalg.pinv(np.diag(d) - W) @ B
+    for c in np.unique(comp):
+        m = comp == c
+        U[m] -= d[m] @ U[m] / d[m].sum()
+    return U * priors / ybar
+
+
+@pytest.mark.parametrize("priors", [None, np.array([0.5, 0.3, 0.2])])
+def test_matches_dense_solve(priors):
+    W = _graph()
+    labeled = np.array([1, 5, 9, 17, 22, 30, 33])
+    codes = np.array([0, 0, 0, 1, 1, 2, 2])
+    U = poisson_learning(
+        sp.csr_matrix(W), labeled, codes, N_CLASSES, class_priors=priors, tol=1e-13
+    )
+    b = np.full(N_CLASSES, 1.0 / N_CLASSES) if priors is None else priors
+    expected = _dense_poisson(W, labeled, codes, b)
+    np.testing.assert_allclose(U, expected, atol=1e-8 * np.abs(expected).max())
+    d = W.sum(axis=1)
+    np.testing.assert_allclose(d @ U, 0.0, atol=1e-10)
+
+
+def test_disconnected_graph_balances_each_component():
+    W1, W2 = _graph(seed=0), _graph(n=30, seed=1)
+    W = np.block([[W1, np.zeros((40, 30))], [np.zeros((30, 40)), W2]])
+    labeled = np.array([1, 5, 9, 17, 45, 50, 60])
+    codes = np.array([0, 1, 2, 0, 1, 2, 2])
+    U = poisson_learning(sp.csr_matrix(W), labeled, codes, N_CLASSES, tol=1e-13)
+    expected = _dense_poisson(W, labeled, codes, np.full(N_CLASSES, 1.0 / N_CLASSES))
+    np.testing.assert_allclose(U, expected, atol=1e-8 * np.abs(expected).max())
+
+
+def test_warm_start_equals_cold_solve():
+    W = sp.csr_matrix(_graph())
+    labeled = np.array([1, 5, 9, 17, 22, 30, 33, 12, 3])
+    codes = np.array([0, 0, 0, 1, 1, 2, 2, 1, 2])
+    solver = LaplacianSolver(W)
+    first = poisson_learning(W, labeled[:7], codes[:7], N_CLASSES, tol=1e-13, solver=solver)
+    warm = poisson_learning(W, labeled, codes, N_CLASSES, init=first, tol=1e-13, solver=solver)
+    cold = poisson_learning(W, labeled, codes, N_CLASSES, tol=1e-13, solver=LaplacianSolver(W))
+    np.testing.assert_allclose(warm, cold, atol=1e-9 * np.abs(cold).max())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"codes": np.array([0, 0, 1])}, "needs a label of every class"),
+        ({"codes": np.array([0, 1, 5])}, r"codes must lie in \[0, n_classes=3\)"),
+        ({"labeled": np.array([0, 1, 400])}, "outside"),
+        ({"class_priors": np.array([0.5, 0.5])}, "class_priors must be 3"),
+        ({"init": np.zeros((3, 3))}, "init must have shape"),
+    ],
+)
+def test_errors(kwargs, match):
+    args = {"labeled": np.array([0, 1, 2]), "codes": np.array([0, 1, 2])}
+    args.update(kwargs)
+    labeled, codes = args.pop("labeled"), args.pop("codes")
+    with pytest.raises(ValueError, match=match):
+        poisson_learning(sp.csr_matrix(_graph()), labeled, codes, N_CLASSES, **args)
