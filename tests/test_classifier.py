@@ -188,7 +188,7 @@ def test_refit_with_new_class_under_warm_start():
 
 
 def test_object_labels_with_unlabeled_marker():
-    # y = -1 marks an unlabeled row; classifier.py's _unlabeled_mask handles
+    # y = -1 marks an unlabeled row; classifier.py's unlabeled_mask handles
     # object arrays mixing strings and the integer -1, so string classes with
     # unlabeled rows should work.
     X, y_true, y = moons()

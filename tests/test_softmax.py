@@ -78,12 +78,13 @@ def test_ce_forms_follow_the_look_ahead_updates(monkeypatch):
 
 
 def test_ce_greedy_batch_with_kept_forms_equals_rescoring_from_scratch():
-    from skmcal.query import _choose, model_change
+    from skmcal.query import model_change
+    from skmcal.selection import choose
 
     clf, bf, view = look_ahead_setup("ce", "auto")
     indices, scores = model_change(clf, bf.X, 4, batch="greedy", random_state=0)
     rows = np.flatnonzero(bf.y == -1)  # X is the node set: rows are nodes
-    expected = _choose(
+    expected = choose(
         view, acquisition.model_change, look_ahead, np.arange(bf.N), rows, 4, "greedy",
         np.random.RandomState(0),
     )
