@@ -64,6 +64,8 @@ from _accuracy_common import (
 )
 from _accuracy_report import report
 
+from skmcal.classifier import PAPER_HYPERPARAMETERS as PAPER
+
 SETTINGS = {"n_start": N_START, "batch": BATCH, "n_final": N_FINAL, "candidates": 0.1}
 
 MULTI, BINARY = "multiclass", "binary"
@@ -72,6 +74,18 @@ STRATEGIES = ("mc", "vopt", "sopt", "unc", "rand")
 CONFIGS: dict[str, Config] = {
     # The classifier's defaults, graph included, with model change: what a new user gets.
     "default": Config("skmcal", "mc", data_graph=False),
+    # The paper's (tau, gamma) (the defaults before tau="auto", gamma="auto").
+    **{
+        f"paper-{loss}:{s}": Config(
+            "skmcal", s, {"loss": loss, "tau": PAPER[loss][0], "gamma": PAPER[loss][1]},
+            BINARY if loss in ("gr", "probit", "logistic") else MULTI,
+        )
+        for loss in ("mgr", "ce", "gr", "probit", "logistic")
+        for s in STRATEGIES
+    },  # fmt: skip
+    # The full-graph and Poisson models (tau, gamma "auto").
+    **{f"full-mgr:{s}": Config("skmcal", s, {"model": "full"}, MULTI) for s in ("mc", "unc")},
+    **{f"poisson:{s}": Config("skmcal", s, {"model": "poisson"}, MULTI) for s in ("mc", "unc")},
     **{
         f"{loss}:{s}": Config("skmcal", s, {"loss": loss}, MULTI)
         for loss in ("mgr", "ce")
@@ -262,7 +276,8 @@ def main(argv=None) -> None:
         p.error(f"--only {unknown} match no method; see --list")
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.report:
-        from bench_al import n_cores, skmcal_revision
+        from _harness import n_cores
+        from _harness import revision as skmcal_revision
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(args.threads)
