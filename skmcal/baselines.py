@@ -21,7 +21,7 @@ drops of the trace (V-opt) and of the survey risk ``1' C 1`` (Sigma-opt) are
     VOPT(k) = ||C e_k||^2 / C_kk,        SOPT(k) = (1' C e_k)^2 / C_kk,
 
 the paper's equation (smeq:v-sigma-hf), whose Sigma-opt numerator it prints
-as ``<1, C_HF 1>``, a typo (MATH.md notes another in its last display). The HF
+as ``<1, C_HF 1>``, a typo (docs/math.rst notes another in its last display). The HF
 classifier is the harmonic function ``u_U = -(L_UU + delta^2 I)^-1 L_UL Y``
 with one-hot ``Y``, classified by argmax (:func:`harmonic_transduction`).
 
