@@ -29,6 +29,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import _harness as h
 import numpy as np
 
 import skmcal
@@ -86,13 +87,13 @@ def _digits(home):
 def _mnist_test(home):
     from skmcal.datasets import load_mnist_test
 
-    return load_mnist_test(home)
+    return load_mnist_test(h.data_home(home))
 
 
 def _samson(home):
     from skmcal.datasets import load_hsi
 
-    return load_hsi("samson", data_home=home)
+    return load_hsi("samson", data_home=h.data_home(home))
 
 
 def _fashion_mnist(home):

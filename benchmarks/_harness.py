@@ -290,6 +290,17 @@ class Reruns:
 
 
 # ------------------------------------------------------------------------ data
+#: The project's shared real data beside the repository (its README says where
+#: each file comes from): the benchmarks' data home, unless --data-home or the
+#: environment variable SKMCAL_DATA say otherwise.
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def data_home(given=None) -> Path:
+    """``given`` (--data-home), else ``$SKMCAL_DATA``, else ../shared/data beside the repository."""
+    return Path(given or os.environ.get("SKMCAL_DATA") or SHARED_DATA)
+
+
 def load_data(n_max: int):
     """First ``n_max`` rows of Fashion-MNIST (train then test), pixels / 255; or synthetic.
 

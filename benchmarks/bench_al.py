@@ -68,6 +68,9 @@ def run_loop(clf, strategy, opts, X, y, pool, init, iterations, seed, direct=Fal
     """
     from modAL.models import ActiveLearner
 
+    from skmcal import patch_modal
+
+    patch_modal()  # modAL 0.4.2.1's teach() on scikit-learn >= 1.8
     learner = clf.fit(X[init], y[init]) if direct else ActiveLearner(
         estimator=clf, query_strategy=strategy, X_training=X[init], y_training=y[init])
     labeled, upd, qry, cpu, newton, picks = init.copy(), [], [], [], [], []

@@ -27,6 +27,7 @@ import csv
 import time
 from pathlib import Path
 
+import _harness as h
 import numpy as np
 
 from skmcal import NodeSet, SpectralGraphClassifier
@@ -91,7 +92,7 @@ def main(argv=None):
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--tag", default="", help="suffix of the CSV name")
     args = p.parse_args(argv)
-    X, y = load_mnist_test(n_samples=args.n)
+    X, y = load_mnist_test(h.data_home(), n_samples=args.n)
     pool = NodeSet(X)
     grid = (args.taus, args.gammas)
     header = ["loss", "strategy", "rule", "trial", "batch", "n_labeled", "tau", "gamma", "accuracy"]

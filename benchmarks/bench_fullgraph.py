@@ -19,6 +19,7 @@ import os
 import time
 from pathlib import Path
 
+import _harness as h
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
@@ -111,7 +112,7 @@ def timing(n, X, y, args):
 
 
 def accuracy(args):
-    X, y = load_mnist_test()
+    X, y = load_mnist_test(h.data_home())
     W, evals, evecs = graph_of(X, y.size, args.graph_cache and args.graph_cache / "mnist")
     table = []
     for per_class in (1, 2, 5, 10):

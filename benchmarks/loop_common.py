@@ -11,9 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+import _harness as h
 import numpy as np
 
-from skmcal.experiment import DATASETS, load_dataset
+from skmcal.datasets import DATASETS, load_dataset
 
 #: The data sets of both benchmarks (skmcal.datasets loaders; skipped when absent).
 BENCH_DATASETS = ("mnist-test", "samson")
@@ -27,7 +28,9 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--losses", nargs="+", default=["mgr", "ce"], choices=["mgr", "ce"])
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data-home", default=None, help="data folder (skmcal.datasets)")
+    p.add_argument(
+        "--data-home", default=None, help="data folder (default: $SKMCAL_DATA, else ../shared/data)"
+    )
     p.add_argument("--out", type=Path, default=RESULTS)
     return p
 
@@ -35,11 +38,11 @@ def parser(description: str) -> argparse.ArgumentParser:
 def load(name: str, data_home=None):
     """``(X, y, graph_options)`` of a named data set, or None (said so) when it is absent."""
     try:
-        X, y = load_dataset(name, data_home=data_home)
+        X, y = load_dataset(name, data_home=h.data_home(data_home))
     except FileNotFoundError as exc:
         print(f"# {name}: skipped, data not found ({exc})", flush=True)
         return None
-    defaults = DATASETS[name]
+    defaults = DATASETS[name].defaults
     graph = {"kernel": defaults["kernel"], "n_neighbors": defaults["n_neighbors"], "n_eigs": 50}
     return X, np.asarray(y), graph
 

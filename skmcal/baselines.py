@@ -21,7 +21,7 @@ drops of the trace (V-opt) and of the survey risk ``1' C 1`` (Sigma-opt) are
     VOPT(k) = ||C e_k||^2 / C_kk,        SOPT(k) = (1' C e_k)^2 / C_kk,
 
 the paper's equation (smeq:v-sigma-hf), whose Sigma-opt numerator it prints
-as ``<1, C_HF 1>``, a typo (MATH.md notes another in its last display). The HF
+as ``<1, C_HF 1>``, a typo (docs/math.rst notes another in its last display). The HF
 classifier is the harmonic function ``u_U = -(L_UU + delta^2 I)^-1 L_UL Y``
 with one-hot ``Y``, classified by argmax (:func:`harmonic_transduction`).
 
@@ -126,9 +126,10 @@ from scipy.spatial.distance import cdist
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.utils import check_random_state
 
+from . import selection
 from ._threads import small_algebra
-from .classifier import SpectralGraphClassifier, _unlabeled_mask
-from .query import BATCH_MODES, _candidate_rows, _choose, _classifier, _pool_nodes
+from .classifier import SpectralGraphClassifier, unlabeled_mask
+from .selection import BATCH_MODES
 
 __all__ = [
     "BASELINES",
@@ -211,7 +212,7 @@ def _labeled_codes(clf: SpectralGraphClassifier, learner, labels, who: str) -> n
                 "(its y_training holds them)."
             )
         labels = np.asarray(labels).reshape(-1)
-        labels = labels[~_unlabeled_mask(labels, clf.missing_label)]
+        labels = labels[~unlabeled_mask(labels, clf.missing_label)]
     else:
         labels = np.asarray(labels)
         if labels.ndim != 1:
@@ -239,16 +240,16 @@ def _labeled_codes(clf: SpectralGraphClassifier, learner, labels, who: str) -> n
 
 
 def _query(scorer, clf, X_pool, n_instances, candidates, batch, random_state):
-    """Candidates, scores, top-k, greedy or LocalMax batch through :func:`skmcal.query._choose`.
+    """Candidates, scores, top-k, greedy or LocalMax batch through :func:`skmcal.selection.choose`.
 
     ``scorer`` has ``scores(nodes) -> ndarray`` and ``add(node) -> scorer``
     (the model with ``node`` labeled, for greedy batches).
     """
     rng = check_random_state(random_state)
-    pool_nodes = _pool_nodes(clf, X_pool)
+    pool_nodes = selection.pool_nodes(clf, X_pool)
     labeled = clf.node_set_.first_equal[clf.labeled_nodes_]
-    rows = _candidate_rows(pool_nodes, labeled, candidates, n_instances, rng)
-    return _choose(
+    rows = selection.candidate_rows(pool_nodes, labeled, candidates, n_instances, rng)
+    return selection.choose(
         scorer,
         lambda state, nodes: state.scores(nodes),
         lambda state, node: state.add(node),
@@ -355,7 +356,7 @@ def _harmonic_query(
     _check_query(n_instances, batch)
     delta = _check_positive(delta, "delta")
     _check_choice(solver, "solver", HF_SOLVERS)
-    clf = _classifier(learner)
+    clf = selection.fitted_classifier(learner)
     scorer = _HarmonicScorer(
         graph_laplacian(clf.graph_.weights), clf.labeled_nodes_, delta, criterion, solver
     )
@@ -477,7 +478,7 @@ def harmonic_transduction(learner, labels=None, *, delta: float = HF_DELTA) -> n
         Values of ``clf.classes_``.
     """
     delta = _check_positive(delta, "delta")
-    clf = _classifier(learner)
+    clf = selection.fitted_classifier(learner)
     codes = _labeled_codes(clf, learner, labels, "harmonic_transduction")
     labeled = clf.labeled_nodes_
     unlabeled, A, L_UL = _unlabeled_precision(graph_laplacian(clf.graph_.weights), labeled, delta)
@@ -666,7 +667,7 @@ def db_rkhs(
     model classes", IEEE JSAIT, 2020.
     """
     _check_query(n_instances, batch)
-    clf = _classifier(learner)
+    clf = selection.fitted_classifier(learner)
     model = _interpolation_model(clf, learner, labels, h, kernel, norm, "db_rkhs")
     return _query(model, clf, X_pool, n_instances, candidates, batch, random_state)
 
@@ -694,7 +695,7 @@ def rkhs_transduction(
     ndarray of shape (n_nodes,)
         Values of ``clf.classes_``.
     """
-    clf = _classifier(learner)
+    clf = selection.fitted_classifier(learner)
     model = _interpolation_model(clf, learner, labels, h, kernel, "data", "rkhs_transduction")
     n_nodes = clf.node_set_.n_nodes
     out = (model.latent(np.arange(n_nodes)) > 0).astype(np.intp)

@@ -91,8 +91,12 @@ def _is_nan(value) -> bool:
     return isinstance(value, Real) and value != value
 
 
-def _unlabeled_mask(y, missing_label=UNLABELED):
-    """Rows of ``y`` equal to ``missing_label`` (a number, a string, NaN or None)."""
+def unlabeled_mask(y, missing_label=UNLABELED):
+    """Rows of ``y`` equal to ``missing_label`` (a number, a string, NaN or None).
+
+    Public within the package (:mod:`skmcal.baselines` reads a modAL
+    learner's ``y_training`` with it), not part of skmcal's API.
+    """
     y = np.asarray(y)
     if y.dtype.kind == "O":
         if missing_label is None:
@@ -528,9 +532,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         # y may hold NaN or None as its unlabeled marker: checked here, not by validate_data.
         y = column_or_1d(y, warn=True)
         check_consistent_length(X, y)
-        labeled = ~_unlabeled_mask(y, self.missing_label)
+        labeled = ~unlabeled_mask(y, self.missing_label)
         for value, name in ((np.nan, "np.nan"), (None, "None")):
-            if _unlabeled_mask(y[labeled], value).any():
+            if unlabeled_mask(y[labeled], value).any():
                 raise ValueError(
                     f"y contains {name} among its labels, but missing_label="
                     f"{self.missing_label!r} marks the unlabeled rows; pass "
@@ -777,7 +781,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         float
         """
         y = np.asarray(y)
-        keep = ~_unlabeled_mask(y, self.missing_label)
+        keep = ~unlabeled_mask(y, self.missing_label)
         if not keep.any():
             raise ValueError(f"score needs at least one labeled row (y != {self.missing_label!r}).")
         if not keep.all():

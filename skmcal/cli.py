@@ -31,8 +31,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import __version__
-from .datasets import read_npz
-from .experiment import DATASETS, NEIGHBORS, STRATEGIES, ExperimentResult, run_experiment
+from .datasets import DATASETS, load_npz
+from .experiment import NEIGHBORS, STRATEGIES, ExperimentResult, run_experiment
 from .losses import LOSSES
 
 __all__ = ["DEMO_STRATEGIES", "format_summary", "main"]
@@ -77,15 +77,6 @@ def _dataset(text):
     raise argparse.ArgumentTypeError(
         f"expected one of {', '.join(DATASETS)}, or an .npz file with arrays X and y; got {text!r}"
     )
-
-
-def _load_npz(path: Path):
-    """Arrays X and y of an .npz file; ValueError for a damaged file or a missing array."""
-    arrays = read_npz(path)
-    missing = [k for k in ("X", "y") if k not in arrays]
-    if missing:
-        raise ValueError(f"{path} has no array(s) {missing}; it holds {sorted(arrays)}.")
-    return arrays["X"], arrays["y"]
 
 
 def format_summary(summary: pd.DataFrame) -> str:
@@ -228,7 +219,11 @@ def _build_parser() -> argparse.ArgumentParser:
         help="output folder; an existing run there is resumed (results/<dataset>)",
     )
     run.add_argument("--n-samples", type=int, default=None, help="use the first N points only")
-    run.add_argument("--data-home", default=None, help="data folder of the named data sets")
+    run.add_argument(
+        "--data-home",
+        default=None,
+        help="data folder of the named data sets (default: $SKMCAL_DATA, else ~/skmcal_data)",
+    )
     run.add_argument("--no-plots", action="store_true", help="do not draw the figures")
 
     demo = commands.add_parser(
@@ -324,7 +319,7 @@ def _main(args) -> int:
         name = dataset
     else:
         if isinstance(args.dataset, Path):
-            dataset, name = _load_npz(args.dataset), args.dataset.name
+            dataset, name = load_npz(args.dataset), args.dataset.name
             out = args.out or Path("results") / args.dataset.stem
         else:
             dataset = name = args.dataset

@@ -1,23 +1,30 @@
-"""Data sets of the paper: the synthetic binary clusters and offline loaders.
+"""Data sets of the paper: one registry, the synthetic set and offline loaders.
 
-Nothing here downloads. :func:`make_binary_clusters` builds the paper's
-synthetic set; the loaders read files already on disk:
+Nothing here downloads. :data:`DATASETS` is the registry of the data sets
+known by name (``binary-clusters``, ``mnist-test``, ``fashion-mnist``,
+``samson``): for each, its loader, a description, the files it reads and
+where to get them, and the paper's settings for it. :func:`load_dataset`
+loads one by name, :func:`load_npz` any ``.npz`` file with arrays ``X`` and
+``y``; the command line and :func:`skmcal.experiment.run_experiment` take
+both. The loaders themselves:
 
+- :func:`make_binary_clusters` builds the paper's synthetic set;
 - :func:`load_idx` reads any pair of MNIST-format (IDX) image and label files,
   gzip-compressed or plain; :func:`read_idx` and :func:`read_idx_header` read
-  one IDX file or only its header.
+  one IDX file or only its header;
 - :func:`load_mnist_test` reads the 10,000-image MNIST test set and
   :func:`load_fashion_mnist` the 70,000 images of Fashion-MNIST (Debian package
-  ``dataset-fashion-mnist``).
+  ``dataset-fashion-mnist``);
 - :func:`load_hsi` reads hyperspectral images stored as MATLAB ``.mat`` files
   (Samson by name; Salinas A, Urban or any other cube given by path) or as an
   ``X_labels.npz`` file like the paper's code writes.
 
-Data folders are resolved by :func:`get_data_home`: the ``data_home``
-argument, else the environment variable ``SKMCAL_DATA``, else the folder
-``shared/data`` two levels above the package (``skmcal/../../shared/data``,
-where a checkout of the project finds its shared test data; its README says
-where each file comes from).
+**The data home.** Files of the named data sets are looked for in the folder
+:func:`get_data_home` returns, the way scikit-learn's own ``get_data_home``
+works: the ``data_home`` argument every loader takes, else the environment
+variable ``SKMCAL_DATA``, else ``~/skmcal_data``. Each data set has its own
+subfolder there (``mnist-test/``, ``fashion-mnist/``, ``hsi/``); the files may
+also lie in the data home itself.
 """
 
 from __future__ import annotations
@@ -26,11 +33,13 @@ import gzip
 import os
 import zipfile
 import zlib
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from math import prod
 from numbers import Integral
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 from scipy.io import loadmat
@@ -38,14 +47,19 @@ from scipy.io.matlab import MatReadError
 from sklearn.datasets import make_blobs, make_moons
 
 __all__ = [
+    "DATASETS",
+    "Dataset",
     "get_data_home",
     "load_fashion_mnist",
     "load_hsi",
     "load_idx",
+    "load_dataset",
     "load_mnist_test",
+    "load_npz",
     "make_binary_clusters",
     "read_idx",
     "read_idx_header",
+    "read_npz",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -53,12 +67,17 @@ PathLike = str | os.PathLike[str]
 #: Environment variable naming the data folder (see :func:`get_data_home`).
 DATA_ENV = "SKMCAL_DATA"
 
+#: The data home when neither ``data_home=`` nor ``SKMCAL_DATA`` says otherwise.
+DEFAULT_DATA_HOME = "~/skmcal_data"
+
 #: Where the Debian package ``dataset-fashion-mnist`` installs Fashion-MNIST.
 FASHION_MNIST_HOME = "/usr/share/datasets/fashion-mnist"
 
-_SHARED_DATA_HELP = (
-    "See shared/data/README.md of the project for where to get it, then pass "
-    f"data_home= or set the environment variable {DATA_ENV} to the folder that holds it."
+_DATA_HOME_HELP = (
+    "pass data_home= (--data-home on the command line) or set the environment variable "
+    f"{DATA_ENV} to the folder that holds it (default: {DEFAULT_DATA_HOME}). The data sets "
+    "page of the documentation (and the README of a project checkout's shared/data) says "
+    "where each file comes from."
 )
 
 #: IDX element types: the third byte of the magic number -> big-endian dtype.
@@ -179,27 +198,32 @@ def make_binary_clusters() -> tuple[np.ndarray, np.ndarray]:
 
 
 def get_data_home(data_home: PathLike | None = None) -> Path:
-    """The folder the loaders look in.
+    """The folder the loaders look in: the data home.
 
     Parameters
     ----------
     data_home : str or path-like, default=None
-        Returned as given when not None. Otherwise the environment variable
-        ``SKMCAL_DATA`` when it is set and not empty, else
-        ``skmcal/../../shared/data`` (the shared data folder beside a checkout
-        of the project). The folder need not exist.
+        Returned as given (``~`` expanded) when not None. Otherwise the
+        environment variable ``SKMCAL_DATA`` when it is set and not empty,
+        else ``~/skmcal_data``. The folder need not exist; nothing is created.
 
     Returns
     -------
     path : pathlib.Path
         The data folder.
+
+    Examples
+    --------
+    >>> from skmcal.datasets import get_data_home
+    >>> get_data_home("/data/skmcal").as_posix()
+    '/data/skmcal'
     """
     if data_home is not None:
         return Path(data_home).expanduser()
     env = os.environ.get(DATA_ENV)
     if env:
         return Path(env).expanduser()
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
+    return Path(DEFAULT_DATA_HOME).expanduser()
 
 
 def _search_dirs(data_home: Path, subfolder: str) -> list[Path]:
@@ -430,7 +454,10 @@ def load_idx(
     return X, labels.astype(np.int64)
 
 
-_MNIST_HOW = _SHARED_DATA_HELP + " (MNIST: the public repository kelas/mnist.)"
+_MNIST_HOW = (
+    "Copy the MNIST test set (t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz; e.g. "
+    "from the public repository kelas/mnist) into <data home>/mnist-test, then " + _DATA_HOME_HELP
+)
 
 
 def load_mnist_test(
@@ -449,7 +476,7 @@ def load_mnist_test(
     ----------
     data_home : str or path-like, default=None
         The data folder; None resolves it by :func:`get_data_home`
-        (``SKMCAL_DATA``, else ``skmcal/../../shared/data``).
+        (``SKMCAL_DATA``, else ``~/skmcal_data``).
     normalize : bool, default=True
         Pixels as float64 in [0, 1] (True) or raw uint8 (False).
     n_samples : int, default=None
@@ -465,7 +492,8 @@ def load_mnist_test(
     Raises
     ------
     FileNotFoundError
-        If the files are not found; the message names the folders searched.
+        If the files are not found; the message names the folders searched
+        and how to get the files.
     """
     dirs = _search_dirs(get_data_home(data_home), "mnist-test")
     images, labels = _require_files(
@@ -478,8 +506,16 @@ def load_mnist_test(
     return load_idx(images, labels, normalize=normalize, n_samples=n_samples)
 
 
+_FASHION_HOW = (
+    "Install it with `apt-get install dataset-fashion-mnist` (files in "
+    f"{FASHION_MNIST_HOME}, found by default), or copy the four IDX files (e.g. from the "
+    "public repository zalandoresearch/fashion-mnist) into <data home>/fashion-mnist, then "
+    + _DATA_HOME_HELP
+)
+
+
 def load_fashion_mnist(
-    data_home: PathLike = FASHION_MNIST_HOME,
+    data_home: PathLike | None = None,
     *,
     normalize: bool = True,
     n_samples: int | None = None,
@@ -489,13 +525,15 @@ def load_fashion_mnist(
     The files ``train-images-idx3-ubyte.gz``, ``train-labels-idx1-ubyte.gz``,
     ``t10k-images-idx3-ubyte.gz`` and ``t10k-labels-idx1-ubyte.gz`` (or the
     same names without ``.gz``) are looked for in ``<data_home>/fashion-mnist``,
-    then in ``data_home`` itself. The Debian package ``dataset-fashion-mnist``
-    installs them in the default folder.
+    then in ``data_home`` itself, and, when ``data_home`` is None, last in
+    ``/usr/share/datasets/fashion-mnist``, where the Debian package
+    ``dataset-fashion-mnist`` installs them.
 
     Parameters
     ----------
-    data_home : str or path-like, default="/usr/share/datasets/fashion-mnist"
-        The folder of the files (or its parent).
+    data_home : str or path-like, default=None
+        The folder of the files (or its parent); None resolves it by
+        :func:`get_data_home` and also looks in the Debian package's folder.
     normalize : bool, default=True
         Pixels as float64 in [0, 1] (True) or raw uint8 (False).
     n_samples : int, default=None
@@ -517,7 +555,9 @@ def load_fashion_mnist(
         If the files are not found; the message names the folders searched and
         the package that provides them.
     """
-    dirs = _search_dirs(Path(data_home).expanduser(), "fashion-mnist")
+    dirs = _search_dirs(get_data_home(data_home), "fashion-mnist")
+    if data_home is None:
+        dirs.append(Path(FASHION_MNIST_HOME))
     train_x, train_y, test_x, test_y = _require_files(
         "Fashion-MNIST",
         dirs,
@@ -527,8 +567,7 @@ def load_fashion_mnist(
             "t10k-images-idx3-ubyte",
             "t10k-labels-idx1-ubyte",
         ],
-        "Install it with `apt-get install dataset-fashion-mnist` (files in "
-        f"{FASHION_MNIST_HOME}), or pass data_home= to the folder of the IDX files.",
+        _FASHION_HOW,
         compressed=True,
     )
     n_train = read_idx_header(train_x)[1][0]
@@ -741,6 +780,12 @@ def _pixels_and_labels(data: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray
     )
 
 
+_SAMSON_HOW = (
+    "Copy Samson.mat and Samson_end.mat (e.g. from the public repository "
+    "mhaut/HSI-datasets) into <data home>/hsi, then " + _DATA_HOME_HELP
+)
+
+
 def load_hsi(
     name_or_path: PathLike,
     labels_path: PathLike | None = None,
@@ -819,7 +864,7 @@ def load_hsi(
             f"Hyperspectral image {name_or_path!r}",
             dirs,
             [entry["data"], entry["labels"]],
-            _SHARED_DATA_HELP + " (Samson: the public repository mhaut/HSI-datasets.)",
+            _SAMSON_HOW,
         )
         data_key = data_key or entry["data_key"]
         labels_key = labels_key or entry["labels_key"]
@@ -849,3 +894,193 @@ def load_hsi(
         keep = y != background
         X, y = X[keep], y[keep]
     return np.ascontiguousarray(X, dtype=np.float64), y.astype(np.int64)
+
+
+# --------------------------------------------------------------------------
+# Files of (X, y)
+# --------------------------------------------------------------------------
+
+
+def load_npz(path: PathLike) -> tuple[np.ndarray, np.ndarray]:
+    """Arrays ``X`` and ``y`` of an ``.npz`` file, read by :func:`read_npz`.
+
+    Parameters
+    ----------
+    path : str or path-like
+        An ``.npz`` file holding (at least) the arrays ``X`` and ``y``.
+
+    Returns
+    -------
+    X : ndarray
+        The array ``X``.
+    y : ndarray
+        The array ``y``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` is not a file.
+    ValueError
+        If the file is damaged, holds Python objects, or lacks ``X`` or ``y``
+        (the message lists the arrays it holds).
+    """
+    path = Path(path).expanduser()
+    arrays = read_npz(path)
+    missing = [k for k in ("X", "y") if k not in arrays]
+    if missing:
+        raise ValueError(f"{path} has no array(s) {missing}; it holds {sorted(arrays)}.")
+    return arrays["X"], arrays["y"]
+
+
+# --------------------------------------------------------------------------
+# The registry
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A data set known by name: how to load it, what it is, what it needs.
+
+    Attributes
+    ----------
+    name : str
+        The key in :data:`DATASETS`.
+    description : str
+        One line: what the points and the classes are.
+    files : tuple of str
+        The files it reads, relative to the data home (see
+        :func:`get_data_home`); empty for a synthetic set.
+    source : str
+        Where the files come from and where to put them ("" for a synthetic
+        set).
+    loader : callable
+        ``loader(data_home, n_samples) -> (X, y)``; see :func:`load_dataset`.
+    defaults : dict
+        The paper's settings for it in :func:`skmcal.experiment.run_experiment`:
+        the graph's ``kernel`` and ``n_neighbors``, and ``n_initial`` labels
+        per class at the start.
+    """
+
+    name: str
+    description: str
+    files: tuple[str, ...]
+    source: str
+    loader: Callable[[PathLike | None, int | None], tuple[np.ndarray, np.ndarray]]
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _binary_clusters(data_home, n_samples):
+    return make_binary_clusters()
+
+
+def _mnist_test(data_home, n_samples):
+    return load_mnist_test(data_home, n_samples=n_samples)
+
+
+def _fashion_mnist(data_home, n_samples):
+    return load_fashion_mnist(data_home, n_samples=n_samples)
+
+
+def _samson(data_home, n_samples):
+    return load_hsi("samson", data_home=data_home)
+
+
+_IMAGES = {"kernel": "gaussian", "n_neighbors": 10, "n_initial": 2}
+
+#: The data sets known by name, for :func:`load_dataset`, the command line
+#: and :func:`skmcal.experiment.run_experiment`.
+DATASETS: dict[str, Dataset] = {
+    entry.name: entry
+    for entry in (
+        Dataset(
+            "binary-clusters",
+            "the paper's synthetic set: 760 points in 2-D, 2 classes (420 and 340)",
+            (),
+            "",
+            _binary_clusters,
+            {"kernel": "gaussian", "n_neighbors": 10, "n_initial": 1},
+        ),
+        Dataset(
+            "mnist-test",
+            "the MNIST test set: 10,000 handwritten digits of 28 x 28 pixels, 10 classes",
+            ("mnist-test/t10k-images-idx3-ubyte.gz", "mnist-test/t10k-labels-idx1-ubyte.gz"),
+            _MNIST_HOW,
+            _mnist_test,
+            _IMAGES,
+        ),
+        Dataset(
+            "fashion-mnist",
+            "Fashion-MNIST, training then test set: 70,000 clothing images of 28 x 28 "
+            "pixels, 10 classes",
+            tuple(
+                f"fashion-mnist/{part}-{kind}-ubyte.gz"
+                for part in ("train", "t10k")
+                for kind in ("images-idx3", "labels-idx1")
+            ),
+            _FASHION_HOW,
+            _fashion_mnist,
+            _IMAGES,
+        ),
+        Dataset(
+            "samson",
+            "the Samson hyperspectral image: 9,025 pixels (95 x 95) of 156 bands, 3 classes "
+            "(rock, tree, water)",
+            ("hsi/Samson.mat", "hsi/Samson_end.mat"),
+            _SAMSON_HOW,
+            _samson,
+            {"kernel": "cosine", "n_neighbors": 15, "n_initial": 2},
+        ),
+    )
+}
+
+
+def load_dataset(
+    name: str,
+    *,
+    n_samples: int | None = None,
+    data_home: PathLike | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Load a data set of :data:`DATASETS` by name.
+
+    Parameters
+    ----------
+    name : {"binary-clusters", "mnist-test", "fashion-mnist", "samson"}
+        The data set (case-insensitive).
+    n_samples : int, default=None
+        Keep only the first ``n_samples`` points. None keeps all.
+    data_home : str or path-like, default=None
+        The data folder; None resolves it by :func:`get_data_home`
+        (``SKMCAL_DATA``, else ``~/skmcal_data``).
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a key of :data:`DATASETS`.
+    FileNotFoundError
+        If its files are not found; the message names the folders searched
+        and how to get the files.
+
+    Examples
+    --------
+    >>> from skmcal.datasets import DATASETS, load_dataset
+    >>> list(DATASETS)
+    ['binary-clusters', 'mnist-test', 'fashion-mnist', 'samson']
+    >>> X, y = load_dataset("binary-clusters", n_samples=100)
+    >>> X.shape
+    (100, 2)
+    """
+    key = name.lower() if isinstance(name, str) else name
+    if key not in DATASETS:
+        raise ValueError(
+            f"Unknown data set {name!r}; accepted: {', '.join(DATASETS)} (see "
+            "skmcal.datasets.DATASETS)."
+        )
+    X, y = DATASETS[key].loader(data_home, n_samples)
+    if n_samples is not None:
+        X, y = X[:n_samples], y[:n_samples]
+    return X, y

@@ -14,6 +14,12 @@ the loss is the model the strategy queries for and whose accuracy is
 recorded, as in the paper (MC-GR is ``"mc:gr"``, UNC-LOG ``"unc:logistic"``),
 so strategies on different losses can be compared in one run.
 
+:func:`run_experiment` is three parts: :class:`ExperimentConfig`, the
+validated settings (what ``config.json`` records); :class:`ResultStore`, the
+rows of the run and its resumable CSV files; and the loop of each (trial,
+strategy) run. Candidates are drawn and batches chosen by the same rules as
+the strategies' own (:mod:`skmcal.selection`).
+
 Output folder (when ``out`` is given):
 
 ``results.csv``
@@ -37,6 +43,7 @@ Output folder (when ``out`` is given):
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import json
 import logging
@@ -44,7 +51,7 @@ import math
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from pathlib import Path
@@ -58,21 +65,23 @@ from . import __version__
 from .baselines import BASELINES, db_rkhs, sopt_hf, vopt_hf
 from .classifier import SpectralGraphClassifier
 from .coldstart import cold_start as graph_cold_start
+from .datasets import DATASETS, load_dataset
 from .graph import NodeSet
 from .losses import LOSSES
 from .query import model_change, random_sampling, sopt, uncertainty, vopt
+from .selection import check_candidates
 from .stopping import make_rule
 
 __all__ = [
-    "DATASETS",
     "NEIGHBORS",
     "RESULT_COLUMNS",
     "CHOICE_COLUMNS",
     "STOP_COLUMNS",
     "STRATEGIES",
+    "ExperimentConfig",
     "ExperimentResult",
+    "ResultStore",
     "StrategySpec",
-    "load_dataset",
     "parse_strategy",
     "run_experiment",
     "summarize",
@@ -117,15 +126,6 @@ STRATEGIES: dict[str, tuple[Callable, dict[str, Any]]] = {
     "vopt-hf": (vopt_hf, {}),
     "sopt-hf": (sopt_hf, {}),
     "db-rkhs": (db_rkhs, {}),
-}
-
-#: Data sets known by name: graph defaults of the paper and labels per class
-#: at the start (Binary-Clusters: one per class; the others: two).
-DATASETS: dict[str, dict[str, Any]] = {
-    "binary-clusters": {"kernel": "gaussian", "n_neighbors": 10, "n_initial": 1},
-    "mnist-test": {"kernel": "gaussian", "n_neighbors": 10, "n_initial": 2},
-    "fashion-mnist": {"kernel": "gaussian", "n_neighbors": 10, "n_initial": 2},
-    "samson": {"kernel": "cosine", "n_neighbors": 15, "n_initial": 2},
 }
 
 #: Defaults of a data set given as an ``(X, y)`` pair.
@@ -210,50 +210,6 @@ def parse_strategy(spec: str, default_loss: str) -> StrategySpec:
             f"Unknown loss {loss!r} in strategy {spec!r}; accepted: {', '.join(LOSSES)}."
         )
     return StrategySpec(name, loss)
-
-
-def load_dataset(
-    name: str,
-    *,
-    n_samples: int | None = None,
-    data_home: str | os.PathLike[str] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Load a data set of :data:`DATASETS` by name.
-
-    Parameters
-    ----------
-    name : {"binary-clusters", "mnist-test", "fashion-mnist", "samson"}
-        The data set.
-    n_samples : int, default=None
-        Keep only the first ``n_samples`` points. None keeps all.
-    data_home : str or path-like, default=None
-        The data folder for the loaders of :mod:`skmcal.datasets`; None
-        takes each loader's default.
-
-    Returns
-    -------
-    X : ndarray of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
-    """
-    from . import datasets
-
-    key = name.lower() if isinstance(name, str) else name
-    home = {} if data_home is None else {"data_home": data_home}
-    if key == "binary-clusters":
-        X, y = datasets.make_binary_clusters()
-    elif key == "mnist-test":
-        X, y = datasets.load_mnist_test(n_samples=n_samples, **home)
-    elif key == "fashion-mnist":
-        X, y = datasets.load_fashion_mnist(n_samples=n_samples, **home)
-    elif key == "samson":
-        X, y = datasets.load_hsi("samson", **home)
-    else:
-        raise ValueError(
-            f"Unknown data set {name!r}; accepted: {', '.join(DATASETS)}, or an (X, y) pair."
-        )
-    if n_samples is not None:
-        X, y = X[:n_samples], y[:n_samples]
-    return X, y
 
 
 # --------------------------------------------------------------------------
@@ -377,21 +333,6 @@ def _check_int(value, name, minimum):
     return int(value)
 
 
-def _check_candidates(candidates):
-    if candidates is None:
-        return None
-    if isinstance(candidates, bool) or not isinstance(candidates, Real):
-        raise ValueError(
-            "candidates must be None (every unlabeled node), a fraction in (0, 1] or "
-            f"an int >= 1; got {candidates!r}."
-        )
-    if isinstance(candidates, Integral):
-        return _check_int(candidates, "candidates as an int", 1)
-    if not 0 < candidates <= 1:
-        raise ValueError(f"candidates as a float must be a fraction in (0, 1]; got {candidates}.")
-    return float(candidates)
-
-
 def _check_positive_or_auto(value, name):
     if value == "auto":
         return value
@@ -458,8 +399,12 @@ def _neighbors_estimator(neighbors, *, kernel, n_neighbors, n_nodes, seed):
 def _resolve_dataset(dataset, n_samples, data_home):
     """``(name, X, y, defaults)`` of a named data set or an ``(X, y)`` pair."""
     if isinstance(dataset, str):
+        if dataset.lower() not in DATASETS:
+            raise ValueError(
+                f"Unknown data set {dataset!r}; accepted: {', '.join(DATASETS)}, or an (X, y) pair."
+            )
         X, y = load_dataset(dataset, n_samples=n_samples, data_home=data_home)
-        return dataset.lower(), X, y, DATASETS[dataset.lower()]
+        return dataset.lower(), X, y, DATASETS[dataset.lower()].defaults
     if isinstance(dataset, Sequence) and len(dataset) == 2:
         X, y = _check_pair(*dataset)
         if n_samples is not None:
@@ -692,57 +637,369 @@ def _load_previous(
     return results, choices, stops, complete
 
 
-# --------------------------------------------------------------------------
-# The loop
-# --------------------------------------------------------------------------
+class ResultStore:
+    """The rows of a run: in memory and, with an output folder, in its CSV files.
 
+    With ``out``: the folder is created; the complete (trial, strategy) runs
+    of an earlier run with the same settings are read back (partial ones are
+    dropped, see :func:`_load_previous`), the CSV files rewritten with them,
+    ``config.json`` written; new rows are then appended and flushed one by
+    one. Without ``out``, rows are only kept in memory.
 
-class _Sink:
-    """Rows kept in memory and, with an output folder, appended to the CSV files."""
+    Parameters
+    ----------
+    out : Path or None
+        The output folder.
+    config : ExperimentConfig
+        The settings of the run (compared with ``config.json`` when resuming).
 
-    def __init__(self, out: Path | None, results: list, choices: list, stops: list | None):
-        self.results, self.choices, self.stops = results, choices, stops
-        self._files = []
-        self._results_writer = self._choices_writer = self._stops_writer = None
+    Attributes
+    ----------
+    complete : set of (int, str)
+        The (trial, strategy) runs read back complete.
+    """
+
+    def __init__(self, out: Path | None, config: ExperimentConfig):
+        self.out = out
+        self.with_stops = bool(config.stop)
+        self.results: list[dict] = []
+        self.choices: list[dict] = []
+        self.stops: list[dict] = []
+        self.complete: set[tuple[int, str]] = set()
+        self._files: list = []
+        self._writers: dict[str, tuple] = {}
         if out is not None:
-            self._results_writer = self._open(out / RESULTS_FILE)
-            self._choices_writer = self._open(out / CHOICES_FILE)
-            if stops is not None:
-                self._stops_writer = self._open(out / STOPS_FILE)
+            self._resume(out, config)
 
-    def _open(self, path):
-        f = path.open("a", encoding="utf-8", newline="")
-        self._files.append(f)
-        return f, csv.writer(f, lineterminator="\n")
+    def _resume(self, out: Path, config: ExperimentConfig) -> None:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            files = [p for p in (out, *out.parents) if p.is_file()]
+            reason = f"{files[0]} is a file" if files else exc.strerror or str(exc)
+            raise ValueError(f"Cannot use {out} as the output folder: {reason}.") from None
+        record = config.record()
+        expected = {(t, lab) for t in range(config.trials) for lab in config.strategies}
+        self.results, self.choices, self.stops, self.complete = _load_previous(
+            out, record, expected, config.iterations, (config.n_first, config.batch_size)
+        )
+        _write_csv(out / RESULTS_FILE, RESULT_COLUMNS, map(_result_fields, self.results))
+        _write_csv(
+            out / CHOICES_FILE,
+            CHOICE_COLUMNS,
+            ([c[k] for k in CHOICE_COLUMNS] for c in self.choices),
+        )
+        if self.with_stops:
+            _write_csv(
+                out / STOPS_FILE,
+                STOP_COLUMNS,
+                ([c[k] for k in STOP_COLUMNS] for c in self.stops),
+            )
+        (out / CONFIG_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        if self.complete:
+            logger.info(
+                "Resuming %s: %d of %d runs complete.", out, len(self.complete), len(expected)
+            )
 
-    def add_choices(self, trial, strategy, iteration, nodes):
+    def __enter__(self) -> ResultStore:
+        """Open the CSV files for appending (with an output folder)."""
+        if self.out is not None:
+            names = [RESULTS_FILE, CHOICES_FILE] + ([STOPS_FILE] if self.with_stops else [])
+            for name in names:
+                f = (self.out / name).open("a", encoding="utf-8", newline="")
+                self._files.append(f)
+                self._writers[name] = f, csv.writer(f, lineterminator="\n")
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for f in self._files:
+            f.close()
+        self._files, self._writers = [], {}
+
+    def _append(self, name: str, rows: list[list]) -> None:
+        if name in self._writers:
+            f, writer = self._writers[name]
+            writer.writerows(rows)
+            f.flush()
+
+    def add_result(self, row: dict) -> None:
+        """One row of ``results.csv``."""
+        self.results.append(row)
+        self._append(RESULTS_FILE, [_result_fields(row)])
+
+    def add_choices(self, trial: int, strategy: str, iteration: int, nodes) -> None:
+        """The nodes labeled at an iteration (``choices.csv``)."""
         rows = [
             {"trial": trial, "strategy": strategy, "iteration": iteration, "node": int(n)}
             for n in nodes
         ]
         self.choices.extend(rows)
-        if self._choices_writer is not None:
-            f, writer = self._choices_writer
-            writer.writerows([[r[c] for c in CHOICE_COLUMNS] for r in rows])
-            f.flush()
+        self._append(CHOICES_FILE, [[r[c] for c in CHOICE_COLUMNS] for r in rows])
 
-    def add_stop(self, row):
+    def add_stop(self, row: dict) -> None:
+        """The iteration and rule that ended a run (``stops.csv``)."""
         self.stops.append(row)
-        if self._stops_writer is not None:
-            f, writer = self._stops_writer
-            writer.writerow([row[c] for c in STOP_COLUMNS])
-            f.flush()
+        self._append(STOPS_FILE, [[row[c] for c in STOP_COLUMNS]])
 
-    def add_result(self, row):
-        self.results.append(row)
-        if self._results_writer is not None:
-            f, writer = self._results_writer
-            writer.writerow(_result_fields(row))
-            f.flush()
+    def frames(self, strategies: Sequence[str]):
+        """``(results, choices, stops)`` DataFrames, sorted by trial, ``strategies``, iteration."""
+        order = {lab: i for i, lab in enumerate(strategies)}
 
-    def close(self):
-        for f in self._files:
-            f.close()
+        def in_run_order(rows, columns, dtypes):
+            frame = pd.DataFrame(rows, columns=list(columns)).sort_values(
+                ["trial", "strategy", "iteration"],
+                key=lambda col: col.map(order) if col.name == "strategy" else col,
+                kind="stable",
+            )
+            return frame.reset_index(drop=True).astype(dtypes)
+
+        results = in_run_order(
+            self.results,
+            RESULT_COLUMNS,
+            {"trial": int, "iteration": int, "n_labeled": int, "accuracy": float, "time": float},
+        )
+        choices = in_run_order(
+            self.choices, CHOICE_COLUMNS, {"trial": int, "iteration": int, "node": int}
+        )
+        stops = in_run_order(self.stops, STOP_COLUMNS, {"trial": int, "iteration": int})
+        return results, choices, stops
+
+
+# --------------------------------------------------------------------------
+# The validated settings
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Data:
+    """The nodes and labels of a run: the node set, class codes, distinct points."""
+
+    name: str
+    pool: NodeSet
+    y: np.ndarray
+    classes: np.ndarray
+    codes: np.ndarray
+    points: np.ndarray  # whether each node is the first of its equal nodes (a point)
+    defaults: Mapping[str, Any]
+
+    @classmethod
+    def load(cls, dataset, n_samples, data_home) -> _Data:
+        name, X, y, defaults = _resolve_dataset(dataset, n_samples, data_home)
+        pool = NodeSet(X)
+        classes, codes = np.unique(np.asarray(y), return_inverse=True)
+        codes = codes.astype(np.intp).reshape(-1)
+        if codes.size != pool.n_nodes:
+            raise ValueError(f"X has {pool.n_nodes} rows but y has {codes.size} labels.")
+        if classes.size < 2:
+            raise ValueError(
+                f"The data hold {classes.size} class; active learning needs at least 2."
+            )
+        points = pool.first_equal == np.arange(pool.n_nodes)
+        return cls(name, pool, y, classes, codes, points, defaults)
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """The validated settings of a run, as :func:`run_experiment` resolved them.
+
+    Every field but ``knn`` is recorded in ``config.json``
+    (:meth:`record`), and compared with it when a run is resumed; see
+    :func:`run_experiment` for their meaning. ``"auto"`` settings are
+    resolved (except ``tau`` and ``gamma``, which the classifier resolves),
+    ``strategies`` are ``"name:loss"`` labels.
+
+    Attributes
+    ----------
+    knn : estimator or None
+        The kNN search of the graph (None: exact); recorded as ``neighbors``
+        (None, the name, or the estimator's repr).
+    """
+
+    dataset: str
+    n_samples: int | None
+    n_nodes: int
+    n_features: int
+    n_classes: int
+    data_digest: str
+    labels_digest: str
+    kernel: str
+    n_neighbors: int
+    n_eigs: int
+    neighbors: str | None
+    loss: str
+    tau: float | str
+    gamma: float | str
+    strategies: tuple[str, ...]
+    n_initial: int
+    cold_start: int | None
+    stop: tuple[str, ...] | None
+    batch_size: int
+    iterations: int
+    candidates: float | int | None
+    trials: int
+    seed: int
+    skmcal_version: str = __version__
+    knn: Any = field(default=None, repr=False, compare=False)
+
+    def record(self) -> dict:
+        """The settings as ``config.json`` holds them (JSON types, ``knn`` left out)."""
+        names = [f.name for f in dataclasses.fields(self) if f.name != "knn"]
+        settings = {name: getattr(self, name) for name in names}
+        return json.loads(json.dumps(settings))
+
+    @property
+    def specs(self) -> list[StrategySpec]:
+        """The strategies, with their losses."""
+        return [parse_strategy(label, self.loss) for label in self.strategies]
+
+    @property
+    def n_first(self) -> int:
+        """Labels at iteration 0 (the cold start's, or ``n_initial`` per class)."""
+        return self.cold_start or self.n_initial * self.n_classes
+
+    @property
+    def graph_options(self) -> dict[str, Any]:
+        """The graph parameters of every classifier and of the cold start."""
+        return {
+            "kernel": self.kernel,
+            "n_neighbors": self.n_neighbors,
+            "n_eigs": self.n_eigs,
+            "neighbors": self.knn,
+        }
+
+
+def _resolve_strategies(strategies, loss, n_classes) -> tuple[str, list[str]]:
+    """The default loss and the ``"name:loss"`` labels, checked against the classes."""
+    if loss == "auto":
+        loss = "gr" if n_classes == 2 else "mgr"
+    elif loss not in LOSSES:
+        raise ValueError(f"Unknown loss {loss!r}; accepted: 'auto', {', '.join(LOSSES)}.")
+    specs = [parse_strategy(spec, loss) for spec in strategies]
+    labels = [spec.label for spec in specs]
+    repeated = sorted({lab for lab in labels if labels.count(lab) > 1})
+    if repeated:
+        raise ValueError(f"Strategies given more than once: {repeated} (from {list(strategies)}).")
+    for spec in specs:
+        if n_classes > 2 and spec.name in BASELINES and BASELINES[spec.name].binary_only:
+            raise ValueError(
+                f"Strategy {spec.label!r} is binary only, but the data hold {n_classes} classes."
+            )
+        if n_classes > 2 and not LOSSES[spec.loss].multiclass:
+            raise ValueError(
+                f"Strategy {spec.label!r} uses the binary loss {spec.loss!r}, but the data "
+                f"hold {n_classes} classes; use mgr or ce."
+            )
+    return loss, labels
+
+
+def _validate(dataset, data_home, settings: dict) -> tuple[ExperimentConfig, _Data]:
+    """Check the arguments of :func:`run_experiment`, load the data, resolve "auto"."""
+    s = dict(settings)
+    for name, minimum in (("batch_size", 1), ("iterations", 0), ("trials", 1), ("seed", 0)):
+        s[name] = _check_int(s[name], name, minimum)
+    s["n_eigs"] = _check_int(s["n_eigs"], "n_eigs", 1)
+    candidates = check_candidates(s["candidates"], rows=False)
+    if candidates is not None:  # as config.json records it
+        candidates = int(candidates) if isinstance(candidates, Integral) else float(candidates)
+    tau = _check_positive_or_auto(s["tau"], "tau")
+    gamma = _check_positive_or_auto(s["gamma"], "gamma")
+    _check_neighbors(s["neighbors"])
+    n_samples = s["n_samples"]
+    if n_samples is not None:
+        n_samples = _check_int(n_samples, "n_samples", 2)
+    strategies = s["strategies"]
+    if isinstance(strategies, str):
+        strategies = [strategies]
+    if not strategies:
+        raise ValueError("strategies is empty; give at least one strategy.")
+
+    data = _Data.load(dataset, n_samples, data_home)
+    n_nodes, n_classes = data.pool.n_nodes, data.classes.size
+
+    loss, labels = _resolve_strategies(strategies, s["loss"], n_classes)
+
+    kernel = data.defaults["kernel"] if s["kernel"] == "auto" else s["kernel"]
+    n_neighbors = s["n_neighbors"]
+    if n_neighbors == "auto":
+        n_neighbors = data.defaults["n_neighbors"]
+    n_neighbors = _check_int(n_neighbors, "n_neighbors", 1)
+    n_initial, cold_start = s["n_initial"], s["cold_start"]
+    if n_initial == "auto":
+        n_initial = 0 if cold_start is not None else data.defaults["n_initial"]
+    n_initial = _check_int(n_initial, "n_initial", 0)
+    if cold_start is not None:
+        cold_start = _check_int(cold_start, "cold_start", 1)
+        if n_initial:
+            raise ValueError(
+                f"cold_start={cold_start} chooses the first labels from the graph; it needs "
+                f"n_initial=0, got n_initial={n_initial}."
+            )
+    elif not n_initial:
+        raise ValueError(
+            "n_initial=0 starts from no label: give cold_start, the number of first labels "
+            "to choose from the graph alone."
+        )
+    stop = s["stop"]
+    stop = [] if stop is None else [stop] if isinstance(stop, str) else list(stop)
+    for rule in stop:
+        make_rule(rule)
+    # Equal rows are one point: initial labels are drawn among distinct points
+    # (the first of equal nodes), and every count below is of distinct points.
+    n_points = int(data.points.sum())
+    smallest = int(np.bincount(data.codes[data.points], minlength=n_classes).min())
+    if n_initial > smallest:
+        raise ValueError(
+            f"n_initial={n_initial} labels per class, but the smallest class has {smallest} points."
+        )
+    n_first = cold_start or n_initial * n_classes
+    batch_size, iterations = s["batch_size"], s["iterations"]
+    n_final = n_first + iterations * batch_size
+    if n_final >= n_points:
+        raise ValueError(
+            f"{n_first} initial labels + {iterations} iterations x "
+            f"{batch_size} queries = {n_final} labels, but there are only {n_points} "
+            f"distinct points (at least one must stay unlabeled)."
+        )
+
+    neighbors = s["neighbors"]
+    knn = _neighbors_estimator(
+        neighbors, kernel=kernel, n_neighbors=n_neighbors, n_nodes=n_nodes, seed=s["seed"]
+    )
+    config = ExperimentConfig(
+        dataset=data.name,
+        n_samples=n_samples,
+        n_nodes=n_nodes,
+        n_features=data.pool.n_features,
+        n_classes=n_classes,
+        data_digest=data.pool.digest,
+        labels_digest=_labels_digest(data.classes, data.codes),
+        kernel=kernel,
+        n_neighbors=n_neighbors,
+        n_eigs=s["n_eigs"],
+        # Exact neighbours are recorded as None, as in the configs written before the names.
+        neighbors=(
+            None if knn is None else neighbors if isinstance(neighbors, str) else repr(neighbors)
+        ),
+        loss=loss,
+        tau=tau,
+        gamma=gamma,
+        strategies=tuple(labels),
+        n_initial=n_initial,
+        cold_start=cold_start,
+        stop=tuple(stop) or None,
+        batch_size=batch_size,
+        iterations=iterations,
+        candidates=candidates,
+        trials=s["trials"],
+        seed=s["seed"],
+        knn=knn,
+    )
+    return config, data
+
+
+# --------------------------------------------------------------------------
+# The loop
+# --------------------------------------------------------------------------
 
 
 def _make_progress(progress, total):
@@ -796,6 +1053,130 @@ def _one_class_accuracy(codes, labeled):
     return float(np.mean(codes[unlabeled] == codes[labeled[0]]))
 
 
+class _Runner:
+    """One run per (trial, strategy): the initial labels, then query and refit."""
+
+    def __init__(self, config: ExperimentConfig, data: _Data):
+        self.config, self.data = config, data
+        self._first_labels: dict[int, np.ndarray] = {}
+
+    def classifier(self, loss: str) -> SpectralGraphClassifier:
+        c = self.config
+        return SpectralGraphClassifier(
+            loss, nodes=self.data.pool, tau=c.tau, gamma=c.gamma, **c.graph_options
+        )
+
+    def initial_labels(self, trial: int) -> np.ndarray:
+        """The labels at iteration 0 of a trial, the same for every strategy."""
+        if trial not in self._first_labels:
+            c, d = self.config, self.data
+            trial_seed = _trial_seeds(c.seed, trial)[0]
+            if c.cold_start:
+                first = graph_cold_start(d.pool, c.cold_start, trial_seed, **c.graph_options)
+                self._first_labels[trial] = np.sort(first)
+            else:
+                eligible = np.where(d.points, d.codes, -1)  # -1: a copy, never drawn
+                self._first_labels[trial] = _initial_labels(
+                    eligible, d.classes.size, c.n_initial, trial_seed
+                )
+        return self._first_labels[trial]
+
+    def fit_if_possible(self, clf, labeled) -> bool:
+        """Fit on the labeled nodes when they hold two classes; whether ``clf`` is fitted."""
+        codes = self.data.codes
+        if np.unique(codes[labeled]).size < 2:
+            return False
+        clf.fit(self.data.pool.data[labeled], codes[labeled])
+        return True
+
+    def build_graph(self, trial: int, loss: str) -> float:
+        """Build the graph and its spectrum once (shared through the graph cache); seconds."""
+        start = time.perf_counter()
+        first = self.initial_labels(trial)
+        if not self.config.cold_start:  # (a cold start builds the graph itself)
+            self.fit_if_possible(self.classifier(loss), first)
+        return time.perf_counter() - start
+
+    def query(self, clf, spec: StrategySpec, labeled, fitted: bool, rng) -> np.ndarray:
+        """The nodes queried: by the strategy, or by the cold start before two classes."""
+        c = self.config
+        if not fitted:
+            return graph_cold_start(
+                self.data.pool, c.batch_size, rng, labeled=labeled, **c.graph_options
+            )
+        baseline = BASELINES.get(spec.name)
+        extra = {}
+        if baseline is not None and baseline.needs_labels:
+            extra = {"labels": self.data.codes[clf.labeled_nodes_]}
+        queried, _ = spec.function(
+            clf,
+            self.data.pool,
+            c.batch_size,
+            candidates=c.candidates,
+            random_state=rng,
+            **spec.options,
+            **extra,
+        )
+        return queried
+
+    def run(self, trial: int, spec: StrategySpec, store: ResultStore, bar) -> None:
+        """One (trial, strategy) run, its rows added to ``store`` as they come."""
+        c, codes = self.config, self.data.codes
+        labeled = self.initial_labels(trial)
+        rng = np.random.RandomState(_trial_seeds(c.seed, trial)[1])
+        rule_seed = int(np.random.SeedSequence([c.seed, trial, 1]).generate_state(1)[0])
+        stop = c.stop or ()
+        rules = [make_rule(rule, random_state=rule_seed) for rule in stop]
+        clf = self.classifier(spec.loss)
+        fitted = self.fit_if_possible(clf, labeled)
+        if bar is not None:
+            bar.set_description(f"trial {trial + 1}/{c.trials} {spec.label}")
+        store.add_choices(trial, spec.label, 0, labeled)
+        iteration, seconds = 0, math.nan
+        while True:
+            if fitted:
+                accuracy = _accuracy(clf, codes, spec.name)
+            else:
+                accuracy = _one_class_accuracy(codes, labeled)
+            store.add_result(
+                {
+                    "trial": trial,
+                    "iteration": iteration,
+                    "n_labeled": _n_labeled(self.data.pool, labeled),
+                    "strategy": spec.label,
+                    "accuracy": accuracy,
+                    "time": seconds,
+                }
+            )
+            if iteration and bar is not None:
+                bar.set_postfix_str(f"acc={accuracy:.4f}", refresh=False)
+                bar.update(1)
+            for rule in rules if fitted else ():
+                rule.update(clf)
+            stopped = [text for text, rule in zip(stop, rules, strict=True) if rule.should_stop]
+            if stopped:
+                store.add_stop(
+                    {
+                        "trial": trial,
+                        "strategy": spec.label,
+                        "iteration": iteration,
+                        "rule": stopped[0],
+                    }
+                )
+                if bar is not None:
+                    bar.update(c.iterations - iteration)
+                return
+            if iteration == c.iterations:
+                return
+            iteration += 1
+            start = time.perf_counter()
+            queried = self.query(clf, spec, labeled, fitted, rng)
+            labeled = np.concatenate([labeled, queried])
+            fitted = self.fit_if_possible(clf, labeled)
+            seconds = time.perf_counter() - start
+            store.add_choices(trial, spec.label, iteration, queried)
+
+
 def run_experiment(
     dataset: str | tuple = "binary-clusters",
     *,
@@ -833,8 +1214,9 @@ def run_experiment(
     Parameters
     ----------
     dataset : str or (X, y), default="binary-clusters"
-        A name of :data:`DATASETS` (``"binary-clusters"``, ``"mnist-test"``,
-        ``"fashion-mnist"``, ``"samson"``; see :func:`load_dataset`) or an
+        A name of :data:`skmcal.datasets.DATASETS` (``"binary-clusters"``,
+        ``"mnist-test"``, ``"fashion-mnist"``, ``"samson"``; see
+        :func:`skmcal.datasets.load_dataset`) or an
         ``(X, y)`` pair (any label values; ``-1`` is an ordinary label here).
     strategies : sequence of str, default=("mc", "vopt", "sopt", "unc", "rand")
         ``"name"`` or ``"name:loss"``, names from :data:`STRATEGIES`
@@ -911,7 +1293,9 @@ def run_experiment(
     n_samples : int, default=None
         Use only the first ``n_samples`` points of the data set.
     data_home : str or path-like, default=None
-        Data folder for the named data sets (see :mod:`skmcal.datasets`).
+        Data folder for the named data sets; None resolves it by
+        :func:`skmcal.datasets.get_data_home` (``SKMCAL_DATA``, else
+        ``~/skmcal_data``).
     progress : bool, default=True
         Show a tqdm progress bar with the current accuracy.
 
@@ -939,318 +1323,66 @@ def run_experiment(
     >>> result.results.groupby("strategy", sort=False)["n_labeled"].max().to_dict()
     {'mc:gr': 12, 'rand:gr': 12}
     """
-    batch_size = _check_int(batch_size, "batch_size", 1)
-    iterations = _check_int(iterations, "iterations", 0)
-    trials = _check_int(trials, "trials", 1)
-    seed = _check_int(seed, "seed", 0)
-    n_eigs = _check_int(n_eigs, "n_eigs", 1)
-    candidates = _check_candidates(candidates)
-    tau = _check_positive_or_auto(tau, "tau")
-    gamma = _check_positive_or_auto(gamma, "gamma")
-    _check_neighbors(neighbors)
-    if n_samples is not None:
-        n_samples = _check_int(n_samples, "n_samples", 2)
-    if isinstance(strategies, str):
-        strategies = [strategies]
-    if not strategies:
-        raise ValueError("strategies is empty; give at least one strategy.")
-
-    name, X, y, defaults = _resolve_dataset(dataset, n_samples, data_home)
-    pool = NodeSet(X)
-    classes, codes = np.unique(np.asarray(y), return_inverse=True)
-    codes = codes.astype(np.intp).reshape(-1)
-    n_nodes, n_classes = pool.n_nodes, classes.size
-    if codes.size != n_nodes:
-        raise ValueError(f"X has {n_nodes} rows but y has {codes.size} labels.")
-    if n_classes < 2:
-        raise ValueError(f"The data hold {n_classes} class; active learning needs at least 2.")
-
-    if loss == "auto":
-        loss = "gr" if n_classes == 2 else "mgr"
-    elif loss not in LOSSES:
-        raise ValueError(f"Unknown loss {loss!r}; accepted: 'auto', {', '.join(LOSSES)}.")
-    specs = [parse_strategy(s, loss) for s in strategies]
-    labels = [s.label for s in specs]
-    repeated = sorted({lab for lab in labels if labels.count(lab) > 1})
-    if repeated:
-        raise ValueError(f"Strategies given more than once: {repeated} (from {list(strategies)}).")
-    for spec in specs:
-        if n_classes > 2 and spec.name in BASELINES and BASELINES[spec.name].binary_only:
-            raise ValueError(
-                f"Strategy {spec.label!r} is binary only, but the data hold {n_classes} classes."
-            )
-        if n_classes > 2 and not LOSSES[spec.loss].multiclass:
-            raise ValueError(
-                f"Strategy {spec.label!r} uses the binary loss {spec.loss!r}, but the data "
-                f"hold {n_classes} classes; use mgr or ce."
-            )
-
-    kernel = defaults["kernel"] if kernel == "auto" else kernel
-    if n_neighbors == "auto":
-        n_neighbors = defaults["n_neighbors"]
-    n_neighbors = _check_int(n_neighbors, "n_neighbors", 1)
-    if n_initial == "auto":
-        n_initial = 0 if cold_start is not None else defaults["n_initial"]
-    n_initial = _check_int(n_initial, "n_initial", 0)
-    if cold_start is not None:
-        cold_start = _check_int(cold_start, "cold_start", 1)
-        if n_initial:
-            raise ValueError(
-                f"cold_start={cold_start} chooses the first labels from the graph; it needs "
-                f"n_initial=0, got n_initial={n_initial}."
-            )
-    elif not n_initial:
-        raise ValueError(
-            "n_initial=0 starts from no label: give cold_start, the number of first labels "
-            "to choose from the graph alone."
-        )
-    stop = [] if stop is None else [stop] if isinstance(stop, str) else list(stop)
-    for rule in stop:
-        make_rule(rule)
-    # Equal rows are one point: initial labels are drawn among distinct points
-    # (the first of equal nodes), and every count below is of distinct points.
-    points = pool.first_equal == np.arange(n_nodes)
-    n_points = int(points.sum())
-    smallest = int(np.bincount(codes[points], minlength=n_classes).min())
-    if n_initial > smallest:
-        raise ValueError(
-            f"n_initial={n_initial} labels per class, but the smallest class has {smallest} points."
-        )
-    n_first = cold_start or n_initial * n_classes
-    n_final = n_first + iterations * batch_size
-    if n_final >= n_points:
-        raise ValueError(
-            f"{n_first} initial labels + {iterations} iterations x "
-            f"{batch_size} queries = {n_final} labels, but there are only {n_points} "
-            f"distinct points (at least one must stay unlabeled)."
-        )
-
-    knn = _neighbors_estimator(
-        neighbors, kernel=kernel, n_neighbors=n_neighbors, n_nodes=n_nodes, seed=seed
+    config, data = _validate(
+        dataset,
+        data_home,
+        {
+            "strategies": strategies,
+            "loss": loss,
+            "tau": tau,
+            "gamma": gamma,
+            "kernel": kernel,
+            "n_neighbors": n_neighbors,
+            "n_eigs": n_eigs,
+            "neighbors": neighbors,
+            "n_initial": n_initial,
+            "cold_start": cold_start,
+            "batch_size": batch_size,
+            "iterations": iterations,
+            "candidates": candidates,
+            "trials": trials,
+            "seed": seed,
+            "stop": stop,
+            "n_samples": n_samples,
+        },
     )
-    # Exact neighbours are recorded as None, as in the configs written before the names.
-    neighbors_config = (
-        None if knn is None else neighbors if isinstance(neighbors, str) else repr(neighbors)
-    )
-
-    config = {
-        "dataset": name,
-        "n_samples": n_samples,
-        "n_nodes": n_nodes,
-        "n_features": pool.n_features,
-        "n_classes": n_classes,
-        "data_digest": pool.digest,
-        "labels_digest": _labels_digest(classes, codes),
-        "kernel": kernel,
-        "n_neighbors": n_neighbors,
-        "n_eigs": n_eigs,
-        "neighbors": neighbors_config,
-        "loss": loss,
-        "tau": tau,
-        "gamma": gamma,
-        "strategies": labels,
-        "n_initial": n_initial,
-        "cold_start": cold_start,
-        "stop": stop or None,
-        "batch_size": batch_size,
-        "iterations": iterations,
-        "candidates": candidates,
-        "trials": trials,
-        "seed": seed,
-        "skmcal_version": __version__,
-    }
-    config = json.loads(json.dumps(config))
-
-    expected = {(t, lab) for t in range(trials) for lab in labels}
-    results: list[dict] = []
-    choices: list[dict] = []
-    stops: list[dict] = []
-    complete: set[tuple[int, str]] = set()
-    out_path = None
-    if out is not None:
-        out_path = Path(out)
-        try:
-            out_path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            files = [p for p in (out_path, *out_path.parents) if p.is_file()]
-            reason = f"{files[0]} is a file" if files else exc.strerror or str(exc)
-            raise ValueError(f"Cannot use {out_path} as the output folder: {reason}.") from None
-        results, choices, stops, complete = _load_previous(
-            out_path, config, expected, iterations, (n_first, batch_size)
-        )
-        _write_csv(out_path / RESULTS_FILE, RESULT_COLUMNS, map(_result_fields, results))
-        _write_csv(
-            out_path / CHOICES_FILE,
-            CHOICE_COLUMNS,
-            ([c[k] for k in CHOICE_COLUMNS] for c in choices),
-        )
-        if stop:
-            _write_csv(
-                out_path / STOPS_FILE,
-                STOP_COLUMNS,
-                ([c[k] for k in STOP_COLUMNS] for c in stops),
-            )
-        (out_path / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-        if complete:
-            logger.info(
-                "Resuming %s: %d of %d runs complete.", out_path, len(complete), len(expected)
-            )
-
-    graph_options = {
-        "kernel": kernel,
-        "n_neighbors": n_neighbors,
-        "n_eigs": n_eigs,
-        "neighbors": knn,
-    }
-
-    def make_classifier(spec_loss):
-        return SpectralGraphClassifier(spec_loss, nodes=pool, tau=tau, gamma=gamma, **graph_options)
-
-    first_labels: dict[int, np.ndarray] = {}
-
-    def initial_labels(trial):
-        if trial not in first_labels:
-            trial_seed = _trial_seeds(seed, trial)[0]
-            if cold_start:
-                first_labels[trial] = np.sort(
-                    graph_cold_start(pool, cold_start, trial_seed, **graph_options)
-                )
-            else:
-                eligible = np.where(points, codes, -1)  # -1: a copy, never drawn
-                first_labels[trial] = _initial_labels(eligible, n_classes, n_initial, trial_seed)
-        return first_labels[trial]
-
-    def fit_if_possible(clf, labeled):
-        """Fit on the labeled nodes when they hold two classes; whether ``clf`` is fitted."""
-        if np.unique(codes[labeled]).size < 2:
-            return False
-        clf.fit(data[labeled], codes[labeled])
-        return True
-
-    data = pool.data
+    out_path = None if out is None else Path(out)
+    store = ResultStore(out_path, config)
+    runner = _Runner(config, data)
     pending = [
-        (t, spec) for t in range(trials) for spec in specs if (t, spec.label) not in complete
+        (t, spec)
+        for t in range(config.trials)
+        for spec in config.specs
+        if (t, spec.label) not in store.complete
     ]
     graph_seconds = None
     if pending:
         # The graph and its spectrum, built once here and shared by every run
         # through the graph cache (its fit is not part of any timed iteration).
-        start = time.perf_counter()
-        first = initial_labels(pending[0][0])
-        if not cold_start:  # (a cold start builds the graph itself)
-            make_classifier(pending[0][1].loss).fit(data[first], codes[first])
-        graph_seconds = time.perf_counter() - start
-        logger.info("Graph and spectrum of %d nodes: %.2f s.", n_nodes, graph_seconds)
+        graph_seconds = runner.build_graph(pending[0][0], pending[0][1].loss)
+        logger.info("Graph and spectrum of %d nodes: %.2f s.", config.n_nodes, graph_seconds)
 
     runs_done = []
-    bar = _make_progress(progress and bool(pending), len(pending) * iterations)
-    sink = _Sink(out_path, results, choices, stops if stop else None)
+    bar = _make_progress(progress and bool(pending), len(pending) * config.iterations)
     try:
-        for trial, spec in pending:
-            labeled = initial_labels(trial)
-            rng = np.random.RandomState(_trial_seeds(seed, trial)[1])
-            rule_seed = int(np.random.SeedSequence([seed, trial, 1]).generate_state(1)[0])
-            rules = [make_rule(rule, random_state=rule_seed) for rule in stop]
-            clf = make_classifier(spec.loss)
-            fitted = fit_if_possible(clf, labeled)
-            if bar is not None:
-                bar.set_description(f"trial {trial + 1}/{trials} {spec.label}")
-            sink.add_choices(trial, spec.label, 0, labeled)
-            iteration, seconds = 0, math.nan
-            while True:
-                if fitted:
-                    accuracy = _accuracy(clf, codes, spec.name)
-                else:
-                    accuracy = _one_class_accuracy(codes, labeled)
-                sink.add_result(
-                    {
-                        "trial": trial,
-                        "iteration": iteration,
-                        "n_labeled": _n_labeled(pool, labeled),
-                        "strategy": spec.label,
-                        "accuracy": accuracy,
-                        "time": seconds,
-                    }
-                )
-                if iteration and bar is not None:
-                    bar.set_postfix_str(f"acc={accuracy:.4f}", refresh=False)
-                    bar.update(1)
-                for rule in rules if fitted else ():
-                    rule.update(clf)
-                stopped = [text for text, rule in zip(stop, rules, strict=True) if rule.should_stop]
-                if stopped:
-                    sink.add_stop(
-                        {
-                            "trial": trial,
-                            "strategy": spec.label,
-                            "iteration": iteration,
-                            "rule": stopped[0],
-                        }
-                    )
-                    if bar is not None:
-                        bar.update(iterations - iteration)
-                    break
-                if iteration == iterations:
-                    break
-                iteration += 1
-                start = time.perf_counter()
-                if not fitted:
-                    queried = graph_cold_start(
-                        pool, batch_size, rng, labeled=labeled, **graph_options
-                    )
-                else:
-                    baseline = BASELINES.get(spec.name)
-                    if baseline is not None and baseline.needs_labels:
-                        extra = {"labels": codes[clf.labeled_nodes_]}
-                    else:
-                        extra = {}
-                    queried, _ = spec.function(
-                        clf,
-                        pool,
-                        batch_size,
-                        candidates=candidates,
-                        random_state=rng,
-                        **spec.options,
-                        **extra,
-                    )
-                labeled = np.concatenate([labeled, queried])
-                fitted = fit_if_possible(clf, labeled)
-                seconds = time.perf_counter() - start
-                sink.add_choices(trial, spec.label, iteration, queried)
-            runs_done.append((trial, spec.label))
+        with store:
+            for trial, spec in pending:
+                runner.run(trial, spec, store, bar)
+                runs_done.append((trial, spec.label))
     finally:
-        sink.close()
         if bar is not None:
             bar.close()
 
-    order = {lab: i for i, lab in enumerate(labels)}
-
-    def in_run_order(rows, columns, dtypes):
-        frame = pd.DataFrame(rows, columns=list(columns)).sort_values(
-            ["trial", "strategy", "iteration"],
-            key=lambda col: col.map(order) if col.name == "strategy" else col,
-            kind="stable",
-        )
-        return frame.reset_index(drop=True).astype(dtypes)
-
-    results_df = in_run_order(
-        results,
-        RESULT_COLUMNS,
-        {"trial": int, "iteration": int, "n_labeled": int, "accuracy": float, "time": float},
-    )
-    choices_df = in_run_order(
-        choices, CHOICE_COLUMNS, {"trial": int, "iteration": int, "node": int}
-    )
-    stops_df = in_run_order(stops, STOP_COLUMNS, {"trial": int, "iteration": int})
+    results, choices, stops = store.frames(config.strategies)
     return ExperimentResult(
-        results=results_df,
-        choices=choices_df,
-        config=config,
-        X=data,
-        y=np.asarray(y),
+        results=results,
+        choices=choices,
+        config=config.record(),
+        X=data.pool.data,
+        y=np.asarray(data.y),
         out=out_path,
         runs_done=runs_done,
-        runs_skipped=sorted(complete),
+        runs_skipped=sorted(store.complete),
         graph_seconds=graph_seconds,
-        stops=stops_df,
+        stops=stops,
     )

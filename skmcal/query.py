@@ -14,6 +14,10 @@ one point: a strategy scores the first of equal nodes only, never returns a
 node equal to a labeled one, and never returns two equal rows in one batch
 (of rows of ``X_pool`` on one node, the first stands for all).
 
+modAL 0.4.2.1's ``teach()`` fails on scikit-learn >= 1.8 until
+:func:`skmcal.patch_modal` is called once; importing this module patches
+nothing.
+
 Options
 -------
 candidates : None, float in (0, 1], int or array of row indices, default=None
@@ -35,202 +39,23 @@ random_state : int, RandomState instance or None, default=None
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
 
-from . import acquisition
-from .classifier import SpectralGraphClassifier
-from .graph import NodeSet
-from .modal_compat import patch_modal
+from . import acquisition, selection
+from .selection import BATCH_MODES, local_max_batch
 
-patch_modal()
-
-BATCH_MODES = ("topk", "greedy", "localmax")
-
-
-def _classifier(learner) -> SpectralGraphClassifier:
-    clf = getattr(learner, "estimator", learner)
-    if not isinstance(clf, SpectralGraphClassifier):
-        raise TypeError(
-            f"The learner must be a SpectralGraphClassifier or a modAL learner wrapping "
-            f"one; got {type(clf).__name__}."
-        )
-    check_is_fitted(
-        clf,
-        msg="The SpectralGraphClassifier is not fitted yet: teach it "
-        "some labels (modAL: X_training, y_training) before querying.",
-    )
-    return clf
-
-
-def _pool_nodes(clf: SpectralGraphClassifier, X_pool):
-    """Node of every row of ``X_pool``: of equal nodes, the first (one point, one node)."""
-    nodes = clf.node_set_
-    if isinstance(X_pool, NodeSet):
-        if X_pool is not nodes and X_pool.digest != nodes.digest:
-            raise ValueError("X_pool is a NodeSet other than the classifier's nodes.")
-        return nodes.first_equal
-    if hasattr(X_pool, "iloc") or not sp.issparse(X_pool):
-        X_pool = np.asarray(X_pool, dtype=np.float64)
-    if X_pool.ndim != 2:
-        raise ValueError(f"X_pool must be 2-D (n_rows, n_features); got shape {X_pool.shape}.")
-    index = nodes.lookup(X_pool)
-    missing = np.flatnonzero(index < 0)
-    if missing.size:
-        raise ValueError(
-            f"{missing.size} row(s) of X_pool are not nodes of the classifier's graph "
-            f"(first: row {missing[0]}). Query rows of the pool the classifier was "
-            f"built on (its `nodes`)."
-        )
-    return index
-
-
-def _candidate_rows(pool_nodes, labeled_nodes, candidates, n_instances, rng):
-    """Rows of ``X_pool`` to score: unlabeled, one per node, then subsampled as asked.
-
-    ``labeled_nodes`` are first nodes of their equal nodes, as ``pool_nodes``
-    are; of the rows of ``X_pool`` on one node, only the first is kept.
-    """
-    labeled = np.zeros(pool_nodes.max(initial=0) + 1, dtype=bool)
-    labeled[labeled_nodes[labeled_nodes < labeled.size]] = True
-    fresh = ~labeled[pool_nodes]
-    unlabeled = np.unique(pool_nodes[fresh], return_index=True)[1]
-    unlabeled = np.sort(np.flatnonzero(fresh)[unlabeled])
-    if candidates is None:
-        rows = unlabeled
-    elif isinstance(candidates, (Real, Integral)) and not isinstance(candidates, bool):
-        if isinstance(candidates, Integral):
-            if candidates < 1:
-                raise ValueError(f"candidates as an int must be >= 1; got {candidates}.")
-            size = min(int(candidates), unlabeled.size)
-        else:
-            if not 0 < candidates <= 1:
-                raise ValueError(
-                    f"candidates as a float must be a fraction in (0, 1]; got {candidates}."
-                )
-            size = int(np.ceil(candidates * unlabeled.size))
-        size = min(max(size, n_instances), unlabeled.size)
-        rows = np.sort(rng.choice(unlabeled, size=size, replace=False))
-    else:
-        rows = np.asarray(candidates)
-        if rows.ndim != 1 or rows.dtype.kind not in "iu":
-            raise ValueError(
-                "candidates must be None, a float in (0, 1], an int, or a 1-D array of "
-                f"row indices of X_pool; got {candidates!r}."
-            )
-        if rows.size and (rows.min() < -pool_nodes.size or rows.max() >= pool_nodes.size):
-            raise ValueError(
-                f"candidates holds row indices outside X_pool's {pool_nodes.size} rows."
-            )
-        rows = np.unique(rows % pool_nodes.size)
-        rows = rows[fresh[rows]]
-        rows = np.sort(rows[np.unique(pool_nodes[rows], return_index=True)[1]])
-    if n_instances > rows.size:
-        raise ValueError(
-            f"n_instances={n_instances} exceeds the {rows.size} unlabeled candidate rows of "
-            f"X_pool (rows equal to each other count once)."
-        )
-    return rows
-
-
-def local_max_batch(scores, adjacency, n_instances: int) -> np.ndarray:
-    """Positions of a LocalMax batch among candidates with ``scores``.
-
-    Candidate ``i`` is a local maximum when ``scores[i] >= scores[j]`` for every
-    neighbour ``j`` of ``i`` (an entry ``adjacency[i, j] > 0``) among the
-    candidates. The batch is the ``n_instances`` best local maxima; if there
-    are fewer, it is filled with the best remaining candidates that are not
-    neighbours of one already chosen (in order of score, each pick blocking
-    its neighbours), then with the best remaining ones.
-
-    Parameters
-    ----------
-    scores : ndarray of shape (n_candidates,)
-        Acquisition values (larger is better). Ties keep the order given.
-    adjacency : sparse matrix of shape (n_candidates, n_candidates)
-        The graph restricted to the candidates (symmetric).
-    n_instances : int
-        Batch size, at most ``n_candidates``.
-
-    Returns
-    -------
-    ndarray of shape (n_instances,)
-        Positions into ``scores``, local maxima first, each part best first.
-
-    References
-    ----------
-    W. Chapman, B. Chen, Z. Tan, J. Calder, K. Miller, A. L. Bertozzi,
-    "Novel batch active learning approach and its application on the
-    synthetic aperture radar datasets", SPIE Defense + Commercial Sensing 2023.
-    """
-    scores = np.asarray(scores, dtype=np.float64)
-    adjacency = sp.csr_matrix(adjacency)
-    adjacency.eliminate_zeros()
-    rows = np.repeat(np.arange(scores.size), np.diff(adjacency.indptr))
-    beaten = np.zeros(scores.size, dtype=bool)
-    beaten[rows[scores[adjacency.indices] > scores[rows]]] = True
-    order = np.argsort(-scores, kind="stable")
-    chosen = order[~beaten[order]][:n_instances]
-    if chosen.size == n_instances:
-        return chosen
-    # Fewer local maxima than asked: fill, keeping away from the chosen ones' neighbours.
-    taken = np.zeros(scores.size, dtype=bool)
-    blocked = np.zeros(scores.size, dtype=bool)
-    picks = []
-
-    def take(position):
-        picks.append(position)
-        taken[position] = True
-        start, stop = adjacency.indptr[position], adjacency.indptr[position + 1]
-        blocked[adjacency.indices[start:stop]] = True
-
-    for position in chosen:
-        take(position)
-    for position in order:
-        if len(picks) == n_instances:
-            break
-        if not taken[position] and not blocked[position]:
-            take(position)
-    picks.extend(order[~taken[order]][: n_instances - len(picks)])
-    return np.array(picks, dtype=np.intp)
-
-
-def _choose(state, score, advance, pool_nodes, rows, n_instances, batch, rng, weights=None):
-    """Top-k, greedy or LocalMax choice of ``n_instances`` among the candidate ``rows``.
-
-    ``score(state, nodes)`` gives the acquisition values of nodes;
-    ``advance(state, node)`` the state with ``node`` added (greedy batches);
-    ``weights`` the graph's sparse adjacency over all nodes (LocalMax batches).
-    Shared by the spectral strategies and the baselines (:mod:`skmcal.baselines`).
-    """
-    # A random order of the candidates breaks ties at random in the stable sort.
-    rows = rows[rng.permutation(rows.size)]
-    if batch == "localmax" and n_instances > 1:
-        nodes = pool_nodes[rows]
-        scores = score(state, nodes)
-        best = local_max_batch(scores, weights[nodes][:, nodes], n_instances)
-        return rows[best], scores[best]
-    if batch != "greedy" or n_instances == 1:
-        scores = score(state, pool_nodes[rows])
-        best = np.argsort(-scores, kind="stable")[:n_instances]
-        return rows[best], scores[best]
-    chosen, chosen_scores = [], []
-    available = np.ones(rows.size, dtype=bool)
-    for _ in range(n_instances):
-        scores = score(state, pool_nodes[rows[available]])
-        pick = np.argsort(-scores, kind="stable")[0]
-        position = np.flatnonzero(available)[pick]
-        chosen.append(rows[position])
-        chosen_scores.append(scores[pick])
-        available[position] = False
-        if len(chosen) < n_instances:
-            state = advance(state, pool_nodes[rows[position]])
-    return np.array(chosen, dtype=np.intp), np.array(chosen_scores)
-
+__all__ = [
+    "BATCH_MODES",
+    "local_max_batch",
+    "model_change",
+    "random_sampling",
+    "sopt",
+    "uncertainty",
+    "vopt",
+]
 
 #: Acquisition functions that take ``top=`` (ce screens its candidates in float32).
 _SCREENED = (acquisition.model_change, acquisition.vopt, acquisition.sopt)
@@ -242,11 +67,11 @@ def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_st
         raise ValueError(f"n_instances must be a positive int; got {n_instances!r}.")
     if batch not in BATCH_MODES:
         raise ValueError(f"batch must be one of {BATCH_MODES}; got {batch!r}.")
-    clf = _classifier(learner)
+    clf = selection.fitted_classifier(learner)
     rng = check_random_state(random_state)
-    pool_nodes = _pool_nodes(clf, X_pool)
+    pool_nodes = selection.pool_nodes(clf, X_pool)
     labeled = clf.node_set_.first_equal[clf.labeled_nodes_]
-    rows = _candidate_rows(pool_nodes, labeled, candidates, n_instances, rng)
+    rows = selection.candidate_rows(pool_nodes, labeled, candidates, n_instances, rng)
     posterior = clf.posterior_
     screened = score_fn in _SCREENED
     if screened and batch == "greedy" and n_instances > 1:
@@ -261,7 +86,7 @@ def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_st
 
     else:
         score = score_fn
-    return _choose(
+    return selection.choose(
         posterior, score, acquisition.look_ahead, pool_nodes, rows, n_instances, batch, rng,
         clf.graph_.weights,
     )

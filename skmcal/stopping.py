@@ -42,7 +42,8 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .query import _classifier, model_change
+from .query import model_change
+from .selection import fitted_classifier
 
 __all__ = [
     "RULES",
@@ -117,7 +118,7 @@ class StoppingRule:
         -------
         self
         """
-        clf = _classifier(learner)
+        clf = fitted_classifier(learner)
         self._observe(clf)
         self.n_labels_ = _n_labeled(clf)
         self.n_updates_ += 1

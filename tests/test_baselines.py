@@ -4,8 +4,8 @@ Every score is checked against a brute-force computation on a tiny pool:
 HF V-opt / Sigma-opt against the trace / sum of the covariance recomputed by
 inverting the reduced precision matrix with the candidate removed; DB-RKHS
 against the interpolants refitted explicitly with the candidate and each
-label added. Then the contract: labeled nodes never returned, greedy batches,
-determinism, errors, modAL.
+label added (docs/math.rst, "The paper's baselines"). Then the contract:
+labeled nodes never returned, greedy batches, determinism, errors, modAL.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
 
-from skmcal import NodeSet, SpectralGraphClassifier
+from skmcal import NodeSet, SpectralGraphClassifier, patch_modal
 from skmcal.baselines import (
     BASELINES,
     DENSE_HF_MAX_UNLABELED,
@@ -32,23 +32,24 @@ from skmcal.baselines import (
     vopt_hf,
 )
 
+from _oracle import blobs
+
 HF_STRATEGIES = {"vopt": vopt_hf, "sopt": sopt_hf}
 
 
 # ---------------------------------------------------------------- tiny pools
+
+
 def _blobs(n_classes, seed=0):
-    rng = np.random.RandomState(seed)
-    centers = np.array([[0.0, 0.0], [3.0, 0.0], [1.5, 2.6]])[:n_classes]
-    n_per_class = 24 if n_classes == 2 else 16
-    X = np.vstack([0.8 * rng.randn(n_per_class, 2) + c for c in centers])
-    labels = np.array([4, 8, 11])[:n_classes]
-    y_true = np.repeat(labels, n_per_class)
-    labeled = np.sort(
-        np.concatenate(
-            [c * n_per_class + rng.choice(n_per_class, 3, replace=False) for c in range(n_classes)]
-        )
+    return blobs(
+        n_classes,
+        24 if n_classes == 2 else 16,
+        centers=[[0.0, 0.0], [3.0, 0.0], [1.5, 2.6]],
+        labels=[4, 8, 11],
+        n_labeled=3,
+        scale=0.8,
+        seed=seed,
     )
-    return X, y_true, labeled
 
 
 @functools.cache
@@ -433,6 +434,7 @@ def test_singular_labeled_kernel_is_a_clear_error():
 # --------------------------------------------------------------------- modAL
 def test_modal_learner_supplies_the_labels():
     modal_models = pytest.importorskip("modAL.models")
+    patch_modal()  # modAL 0.4.2.1's teach() on scikit-learn >= 1.8
     _, pool, X, y_true, labeled = _pool()
     learner = modal_models.ActiveLearner(
         estimator=SpectralGraphClassifier("gr", nodes=pool, n_eigs=8),

@@ -36,6 +36,8 @@ from skmcal import NodeSet, SpectralGraphClassifier
 from skmcal.evidence import DEFAULT_GAMMAS, DEFAULT_TAUS, log_evidence
 from skmcal.losses import LOSSES as LOSSES_BY_NAME
 
+from _oracle import dense_laplacian
+
 LOSSES = ("gr", "logistic", "probit", "mgr", "ce")
 BINARY_LOSSES = ("gr", "logistic", "probit")
 NEWTON_LOSSES = ("logistic", "probit", "ce")
@@ -107,13 +109,6 @@ def blobs(centers, n_per_center=30, std=1.0, labels_per_class=2, seed=0):
 def unlabeled_accuracy(clf, y_true, y):
     unlabeled = y == -1
     return np.mean(clf.transduction_[unlabeled] == y_true[unlabeled])
-
-
-def brute_force_laplacian(W):
-    """``I - D^-1/2 W D^-1/2`` of a dense affinity."""
-    d = W.sum(axis=1)
-    s = 1.0 / np.sqrt(d)
-    return np.eye(W.shape[0]) - s[:, None] * W * s[None, :]
 
 
 # --------------------------------------------------------------- bad input
@@ -193,7 +188,7 @@ def test_refit_with_new_class_under_warm_start():
 
 
 def test_object_labels_with_unlabeled_marker():
-    # y = -1 marks an unlabeled row; classifier.py's _unlabeled_mask handles
+    # y = -1 marks an unlabeled row; classifier.py's unlabeled_mask handles
     # object arrays mixing strings and the integer -1, so string classes with
     # unlabeled rows should work.
     X, y_true, y = moons()
@@ -276,7 +271,7 @@ def test_n_eigs_at_least_n_samples_uses_the_dense_solver(monkeypatch, extra):
         clf.fit(X, y)
     assert clf.eigenvalues_.shape == (n,)
     assert clf.eigenvectors_.shape == (n, n)
-    L = brute_force_laplacian(clf.graph_.weights.toarray())
+    L = dense_laplacian(clf.graph_.weights.toarray())
     assert_allclose(clf.eigenvalues_, np.clip(np.linalg.eigvalsh(L), 0, None), atol=1e-10)
     assert unlabeled_accuracy(clf, y_true, y) > 0.9
 
@@ -592,7 +587,7 @@ def test_gaussian_weights_match_brute_force(scale_neighbor, scale_factor):
     W = (W + W.T) / 2
     assert_allclose(clf.graph_.weights.toarray(), W, rtol=1e-12, atol=1e-15)
     assert_allclose(clf.graph_.scales, sigma, rtol=1e-12)
-    L = brute_force_laplacian(W)
+    L = dense_laplacian(W)
     assert_allclose(clf.eigenvalues_, np.clip(np.linalg.eigvalsh(L), 0, None), atol=1e-10)
     V = clf.eigenvectors_
     assert_allclose(V.T @ V, np.eye(12), atol=1e-10)

@@ -1,17 +1,26 @@
-"""The command line with damaged inputs: a message and exit status 2, never a traceback."""
+"""skmcal.cli: runs and the demo, the kNN option, --version, and damaged inputs.
+
+Damaged inputs get a message and exit status 2, never a traceback.
+"""
 
 from __future__ import annotations
 
 import gzip
-import zipfile
+import json
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
 
+import skmcal
 import skmcal.cli
-from skmcal import datasets
 from skmcal.cli import main
+
+from _oracle import assert_png, data_lines
 
 RUN = ["--iterations", "1", "--trials", "1", "--batch", "2", "--strategies", "rand",
        "--no-progress", "--no-plots"]
@@ -140,17 +149,82 @@ def test_ctrl_c_says_how_to_resume(tmp_path, capsys, good, monkeypatch):
     assert "interrupted; rerun the same command to resume" in err and "Traceback" not in err
 
 
-def test_read_npz_reads_what_numpy_writes(tmp_path):
-    path = tmp_path / "a.npz"
-    arrays = {"X": np.arange(12.0).reshape(3, 4), "F": np.asfortranarray(np.eye(3)),
-              "y": np.array([1, 2, 3], dtype=np.int16), "s": np.array(["ab", "c"])}
-    np.savez_compressed(path, **arrays)
-    got = datasets.read_npz(path)
-    assert sorted(got) == sorted(arrays)
-    for key, value in arrays.items():
-        np.testing.assert_array_equal(got[key], value)
-        assert got[key].dtype == value.dtype
-    with zipfile.ZipFile(path) as archive:
-        assert {i.filename for i in archive.infolist()} == {f"{k}.npy" for k in arrays}
-    with pytest.raises(FileNotFoundError):
-        datasets.read_npz(tmp_path / "missing.npz")
+# --------------------------------------------------------- runs and the demo
+def test_cli_run_and_demo(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "bc"
+    argv = ["run", "--dataset", "binary-clusters", "--strategies", "mc:gr", "unc:logistic",
+            "--batch", "5", "--iterations", "2", "--trials", "2", "--out", str(out),
+            "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "final accuracy" in printed and "\u00b1" in printed
+    assert "mc:gr" in printed and "unc:logistic" in printed
+    assert f"plot: {out / 'accuracy.png'}" in printed
+    assert_png(out / "accuracy.png")
+    assert_png(out / "choices.png")
+    assert len(data_lines(out / "results.csv")) == 2 * 2 * 3
+
+    assert main([*argv[:-3], "--batch", "3", "--out", str(out), "--no-progress"]) == 2
+    assert "other settings" in capsys.readouterr().err
+
+    demo_out = tmp_path / "demo"
+    argv = ["demo", "--iterations", "1", "--trials", "1", "--out", str(demo_out), "--no-progress"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "mc:probit" in printed and "plot:" in printed
+    assert_png(demo_out / "accuracy.png")
+
+
+# ----------------------------------------------------- the kNN search option
+BLOBS = make_blobs(150, centers=3, cluster_std=1.0, random_state=0)
+
+
+def test_cli_neighbors_option(fake_pynndescent, tmp_path, capsys):
+    data = tmp_path / "blobs.npz"
+    np.savez(data, X=BLOBS[0], y=BLOBS[1])
+    out = tmp_path / "run"
+    argv = ["run", "--dataset", str(data), "--strategies", "mc", "--batch", "2",
+            "--iterations", "1", "--trials", "1", "--out", str(out), "--no-progress",
+            "--no-plots"]  # fmt: skip
+    assert main([*argv, "--neighbors", "pynndescent"]) == 0
+    assert fake_pynndescent == [{"n_neighbors": 10, "metric": "euclidean", "random_state": 0}]
+    assert json.loads((out / "config.json").read_text())["neighbors"] == "pynndescent"
+    capsys.readouterr()
+    assert main(argv) == 2  # --neighbors exact, the default
+    assert "neighbors: 'pynndescent' there, None now" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*argv, "--neighbors", "annoy"])
+    assert "invalid choice: 'annoy'" in capsys.readouterr().err
+
+
+# ------------------------------------------------- --version and the package
+def test_version_option_prints_the_package_version(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.strip() == f"skmcal {skmcal.__version__}"
+
+
+def test_python_dash_m_and_the_console_script_agree():
+    expected = f"skmcal {skmcal.__version__}"
+    module = subprocess.run(
+        [sys.executable, "-m", "skmcal", "--version"], capture_output=True, text=True, check=True
+    )
+    assert module.stdout.strip() == expected
+    script = Path(sys.executable).parent / "skmcal"
+    if not script.exists():
+        pytest.skip("skmcal is not installed as a package here (no console script)")
+    command = subprocess.run([script, "--version"], capture_output=True, text=True, check=True)
+    assert command.stdout.strip() == expected
+
+
+def test_installed_metadata():
+    try:
+        meta = metadata.metadata("skmcal")
+    except metadata.PackageNotFoundError:
+        pytest.skip("skmcal is not installed as a package here")
+    assert meta["Version"] == skmcal.__version__
+    assert meta["License-Expression"] == "BSD-3-Clause"
+    scripts = {ep.name: ep.value for ep in metadata.entry_points(group="console_scripts")}
+    assert scripts["skmcal"] == "skmcal.cli:main"

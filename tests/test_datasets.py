@@ -1,19 +1,20 @@
 """skmcal.datasets: the synthetic set, the IDX parser and the real-data loaders.
 
 Loaders of real data run on the files in ../shared/data (beside the
-repository) and /usr/share/datasets/fashion-mnist when they exist, and skip
-otherwise; everything else runs on tiny files written to tmp_path.
+repository; tests/conftest.py makes it the data home) and
+/usr/share/datasets/fashion-mnist when they exist, and skip otherwise;
+everything else runs on tiny files written to tmp_path.
 """
 
 import gzip
 import struct
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.io import loadmat, savemat
 
-import skmcal
 from skmcal import datasets
 from skmcal.datasets import (
     get_data_home,
@@ -26,8 +27,7 @@ from skmcal.datasets import (
     read_idx_header,
 )
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = get_data_home()  # ../shared/data, set by tests/conftest.py
 FASHION = Path("/usr/share/datasets/fashion-mnist")
 
 MNIST_TEST_COUNTS = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
@@ -262,13 +262,15 @@ def test_missing_idx_file_names_the_path(tmp_path):
 
 def test_get_data_home_order(tmp_path, monkeypatch):
     monkeypatch.delenv(datasets.DATA_ENV, raising=False)
-    assert get_data_home() == Path(skmcal.__file__).resolve().parents[2] / "shared" / "data"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert get_data_home() == tmp_path / "home" / "skmcal_data"
     monkeypatch.setenv(datasets.DATA_ENV, str(tmp_path / "env"))
     assert get_data_home() == tmp_path / "env"
     assert get_data_home(tmp_path / "arg") == tmp_path / "arg"
     assert get_data_home(str(tmp_path)) == tmp_path
     monkeypatch.setenv(datasets.DATA_ENV, "")
-    assert get_data_home().name == "data"
+    assert get_data_home() == tmp_path / "home" / "skmcal_data"
+    assert get_data_home("~/elsewhere") == tmp_path / "home" / "elsewhere"
 
 
 # --------------------------------------------------------------------------
@@ -302,10 +304,6 @@ def test_mnist_test_set_n_samples_and_locations(monkeypatch):
     X_dir, y_dir = load_mnist_test(SHARED / "mnist-test", n_samples=50)  # the folder itself
     np.testing.assert_array_equal(X_dir, X)
     monkeypatch.setenv(datasets.DATA_ENV, str(SHARED))
-    np.testing.assert_array_equal(load_mnist_test(n_samples=50)[1], y)
-    monkeypatch.delenv(datasets.DATA_ENV)
-    if Path(skmcal.__file__).resolve().parents[1] != REPO:
-        pytest.skip("skmcal is not imported from this checkout; no repository-relative default")
     np.testing.assert_array_equal(load_mnist_test(n_samples=50)[1], y)
 
 
@@ -510,3 +508,89 @@ def test_hsi_rejects_other_arguments(tmp_path):
         load_hsi(tmp_path / "data.csv")
     with pytest.raises(ValueError, match="labels_path is only for a data file"):
         load_hsi("samson", tmp_path / "gt.mat")
+
+
+# --------------------------------------------------------------------------
+# The registry
+# --------------------------------------------------------------------------
+
+
+def test_registry_entries_describe_their_files_and_settings():
+    assert list(datasets.DATASETS) == ["binary-clusters", "mnist-test", "fashion-mnist", "samson"]
+    for name, entry in datasets.DATASETS.items():
+        assert entry.name == name and entry.description
+        assert set(entry.defaults) == {"kernel", "n_neighbors", "n_initial"}
+        assert bool(entry.files) == bool(entry.source)  # a file to get says how to get it
+    assert datasets.DATASETS["samson"].files == ("hsi/Samson.mat", "hsi/Samson_end.mat")
+    assert datasets.DATASETS["samson"].defaults["kernel"] == "cosine"
+    assert datasets.DATASETS["binary-clusters"].defaults["n_initial"] == 1
+
+
+def test_load_dataset_by_name_with_n_samples():
+    X, y = datasets.load_dataset("Binary-Clusters", n_samples=30)
+    X_all, y_all = make_binary_clusters()
+    np.testing.assert_array_equal(X, X_all[:30])
+    np.testing.assert_array_equal(y, y_all[:30])
+    with pytest.raises(ValueError, match="Unknown data set 'mnist'; accepted: binary-clusters"):
+        datasets.load_dataset("mnist")
+
+
+def test_load_dataset_reads_the_registered_files_under_data_home(tmp_path, monkeypatch):
+    images, labels, *_ = _image_pair(tmp_path, 3, compressed=True)
+    folder = tmp_path / "mnist-test"
+    folder.mkdir()
+    for path, array in zip(datasets.DATASETS["mnist-test"].files, (images, labels), strict=True):
+        _write_idx(tmp_path / path[: -len(".gz")], array, compressed=True)
+    X, y = datasets.load_dataset("mnist-test", data_home=tmp_path)
+    np.testing.assert_array_equal(X, images.reshape(3, 12) / 255.0)
+    np.testing.assert_array_equal(y, labels)
+    monkeypatch.setenv(datasets.DATA_ENV, str(tmp_path))
+    np.testing.assert_array_equal(datasets.load_dataset("mnist-test", n_samples=2)[1], labels[:2])
+
+
+@pytest.mark.parametrize("name", ["mnist-test", "samson"])
+def test_missing_registered_files_name_the_data_home_and_how_to_get_them(tmp_path, name):
+    with pytest.raises(FileNotFoundError) as info:
+        datasets.load_dataset(name, data_home=tmp_path / "nowhere")
+    message = str(info.value)
+    assert str(tmp_path / "nowhere") in message
+    assert "SKMCAL_DATA" in message and "data_home=" in message and "public repository" in message
+
+
+def test_fashion_mnist_default_looks_in_the_data_home_then_the_debian_folder(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv(datasets.DATA_ENV, str(tmp_path / "home"))
+    if not FASHION.exists():
+        with pytest.raises(FileNotFoundError) as info:
+            load_fashion_mnist()
+        assert str(tmp_path / "home" / "fashion-mnist") in str(info.value)
+        assert str(FASHION) in str(info.value)
+    (train_x, train_y), _ = _fake_fashion(tmp_path / "home" / "fashion-mnist")
+    np.testing.assert_array_equal(load_fashion_mnist(n_samples=3)[1], train_y)
+
+
+def test_load_npz_reads_x_and_y(tmp_path):
+    np.savez(tmp_path / "d.npz", X=np.ones((3, 2)), y=np.arange(3), extra=np.zeros(1))
+    X, y = datasets.load_npz(tmp_path / "d.npz")
+    np.testing.assert_array_equal(X, np.ones((3, 2)))
+    np.testing.assert_array_equal(y, np.arange(3))
+    np.savez(tmp_path / "noy.npz", X=np.ones((3, 2)))
+    with pytest.raises(ValueError, match=r"has no array\(s\) \['y'\]; it holds \['X'\]"):
+        datasets.load_npz(tmp_path / "noy.npz")
+
+
+def test_read_npz_reads_what_numpy_writes(tmp_path):
+    path = tmp_path / "a.npz"
+    arrays = {"X": np.arange(12.0).reshape(3, 4), "F": np.asfortranarray(np.eye(3)),
+              "y": np.array([1, 2, 3], dtype=np.int16), "s": np.array(["ab", "c"])}
+    np.savez_compressed(path, **arrays)
+    got = datasets.read_npz(path)
+    assert sorted(got) == sorted(arrays)
+    for key, value in arrays.items():
+        np.testing.assert_array_equal(got[key], value)
+        assert got[key].dtype == value.dtype
+    with zipfile.ZipFile(path) as archive:
+        assert {i.filename for i in archive.infolist()} == {f"{k}.npy" for k in arrays}
+    with pytest.raises(FileNotFoundError):
+        datasets.read_npz(tmp_path / "missing.npz")

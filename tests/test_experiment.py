@@ -1,15 +1,12 @@
-"""Tests of the experiment runner, its plots and the command line (tiny runs only)."""
+"""skmcal.experiment: the runner, its result files, resume, and its plots (tiny runs only)."""
 
 import json
 import sys
-import types
 
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.datasets import make_blobs
-from sklearn.neighbors import KNeighborsTransformer
 
 from skmcal.cli import main
 from skmcal.experiment import (
@@ -20,24 +17,14 @@ from skmcal.experiment import (
     run_experiment,
     summarize,
 )
-from skmcal.graph import clear_graph_cache
 
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+from _oracle import assert_png, data_lines
+
 STRATS = ["mc:gr", "rand:gr"]
 TINY = {"strategies": STRATS, "batch_size": 5, "iterations": 3, "trials": 2, "progress": False}
 N_RESULT_ROWS = 2 * 2 * 4  # trials x strategies x (iterations + 1)
 N_CHOICE_ROWS = 2 * 2 * (2 + 3 * 5)  # trials x strategies x (initial + iterations x batch)
 OUTCOME = ["trial", "iteration", "n_labeled", "strategy", "accuracy"]
-
-
-def assert_png(path):
-    data = path.read_bytes()
-    assert data[:8] == PNG_SIGNATURE
-    assert len(data) > 2000
-
-
-def data_lines(path):
-    return path.read_text().splitlines()[1:]
 
 
 @pytest.fixture(scope="module")
@@ -233,68 +220,6 @@ def test_progress_bar_shows_accuracy(capsys):
     assert "acc=" in capsys.readouterr().err
 
 
-def test_cli_run_and_demo(tmp_path, capsys):
-    pytest.importorskip("matplotlib")
-    out = tmp_path / "bc"
-    argv = ["run", "--dataset", "binary-clusters", "--strategies", "mc:gr", "unc:logistic",
-            "--batch", "5", "--iterations", "2", "--trials", "2", "--out", str(out),
-            "--no-progress"]  # fmt: skip
-    assert main(argv) == 0
-    printed = capsys.readouterr().out
-    assert "final accuracy" in printed and "\u00b1" in printed
-    assert "mc:gr" in printed and "unc:logistic" in printed
-    assert f"plot: {out / 'accuracy.png'}" in printed
-    assert_png(out / "accuracy.png")
-    assert_png(out / "choices.png")
-    assert len(data_lines(out / "results.csv")) == 2 * 2 * 3
-
-    assert main([*argv[:-3], "--batch", "3", "--out", str(out), "--no-progress"]) == 2
-    assert "other settings" in capsys.readouterr().err
-
-    demo_out = tmp_path / "demo"
-    argv = ["demo", "--iterations", "1", "--trials", "1", "--out", str(demo_out), "--no-progress"]
-    assert main(argv) == 0
-    printed = capsys.readouterr().out
-    assert "mc:probit" in printed and "plot:" in printed
-    assert_png(demo_out / "accuracy.png")
-
-
-class FakePyNNDescentTransformer(TransformerMixin, BaseEstimator):
-    """Stands in for pynndescent's transformer (no numba compilation): the same
-    contract, with exact neighbours. ``fit_transform`` gives each point itself
-    plus its ``n_neighbors`` nearest others, as pynndescent's does. Records the
-    parameters of every fit in ``fits``."""
-
-    fits: list = []
-
-    def __init__(self, n_neighbors=30, metric="euclidean", random_state=None):
-        self.n_neighbors = n_neighbors
-        self.metric = metric
-        self.random_state = random_state
-
-    def fit(self, X, y=None):
-        type(self).fits.append(self.get_params())
-        self.knn_ = KNeighborsTransformer(n_neighbors=self.n_neighbors, metric=self.metric)
-        self.knn_.fit(X)
-        return self
-
-    def transform(self, X):
-        return self.knn_.transform(X)
-
-
-@pytest.fixture
-def fake_pynndescent(monkeypatch):
-    """``import pynndescent`` gives a module holding the fake transformer; its fits."""
-    module = types.ModuleType("pynndescent")
-    module.PyNNDescentTransformer = FakePyNNDescentTransformer
-    monkeypatch.setitem(sys.modules, "pynndescent", module)
-    fits = []
-    monkeypatch.setattr(FakePyNNDescentTransformer, "fits", fits)
-    clear_graph_cache()  # so that every graph of the test is built, not taken from the cache
-    yield fits
-    clear_graph_cache()
-
-
 BLOBS = make_blobs(150, centers=3, cluster_std=1.0, random_state=0)
 BLOBS_RUN = {"strategies": ["mc"], "batch_size": 2, "iterations": 2, "trials": 1, "progress": False}
 
@@ -331,24 +256,6 @@ def test_neighbors_pynndescent_reaches_the_classifier(fake_pynndescent, tmp_path
             neighbors="pynndescent",
             **BLOBS_RUN,
         )
-
-
-def test_cli_neighbors_option(fake_pynndescent, tmp_path, capsys):
-    data = tmp_path / "blobs.npz"
-    np.savez(data, X=BLOBS[0], y=BLOBS[1])
-    out = tmp_path / "run"
-    argv = ["run", "--dataset", str(data), "--strategies", "mc", "--batch", "2",
-            "--iterations", "1", "--trials", "1", "--out", str(out), "--no-progress",
-            "--no-plots"]  # fmt: skip
-    assert main([*argv, "--neighbors", "pynndescent"]) == 0
-    assert fake_pynndescent == [{"n_neighbors": 10, "metric": "euclidean", "random_state": 0}]
-    assert json.loads((out / "config.json").read_text())["neighbors"] == "pynndescent"
-    capsys.readouterr()
-    assert main(argv) == 2  # --neighbors exact, the default
-    assert "neighbors: 'pynndescent' there, None now" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main([*argv, "--neighbors", "annoy"])
-    assert "invalid choice: 'annoy'" in capsys.readouterr().err
 
 
 def test_neighbors_pynndescent_missing_or_invalid(monkeypatch, tmp_path, capsys):

@@ -1,4 +1,8 @@
-"""Full-graph MAP against dense brute force on tiny graphs."""
+"""Full-graph MAP against dense brute force on tiny graphs.
+
+The objective: docs/math.rst, "Full-graph and Poisson models"; the dense
+Newton iteration of ``tests/_oracle.py``.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ from skmcal.fullgraph import (
     spectral_hessian,
 )
 from skmcal.losses import LOSSES
+
+from _oracle import dense_laplacian, full_graph_map
 
 N_NODES = 40
 N_CLASSES = 3
@@ -32,61 +38,11 @@ def _graph(n=N_NODES, seed=0):
     return sp.csr_matrix(W), X
 
 
-def _dense_laplacian(W):
-    W = W.toarray()
-    s = 1.0 / np.sqrt(W.sum(axis=1))
-    return np.eye(W.shape[0]) - s[:, None] * W * s[None, :]
-
-
 def _labels(seed=1, n_labeled=9):
     rng = np.random.RandomState(seed)
     labeled = rng.choice(N_NODES, n_labeled, replace=False)
     codes = np.arange(n_labeled) % N_CLASSES
     return labeled, codes
-
-
-def _dense_map(loss, W, labeled, targets, tau, gamma):
-    """Dense Newton on the full objective (class-major ``vec(U)`` for multiclass)."""
-    A = _dense_laplacian(W) + tau**2 * np.eye(W.shape[0])
-    n = W.shape[0]
-    if loss.closed_form:
-        Q = A.copy()
-        Q[labeled, labeled] += 1.0 / gamma**2
-        B = np.zeros((n,) + targets.shape[1:])
-        B[labeled] = targets / gamma**2
-        return np.linalg.solve(Q, B)
-    if not loss.multiclass:
-        u = np.zeros(n)
-        for _ in range(100):
-            first, second = loss.derivatives(u[labeled], targets, gamma)
-            grad = A @ u
-            grad[labeled] += first
-            H = A.copy()
-            H[labeled, labeled] += second
-            step = np.linalg.solve(H, -grad)
-            u += step
-            if np.abs(step).max() < 1e-15:
-                break
-        return u
-    n_c = targets.shape[1]
-    prior = np.kron(np.eye(n_c), A)
-    x = np.zeros(n * n_c)
-    for _ in range(100):
-        U = x.reshape(n_c, n).T
-        Pi = loss.proba(U[labeled], gamma)
-        G = np.zeros((n, n_c))
-        G[labeled] = (Pi - targets) / gamma
-        grad = prior @ x + G.T.ravel()
-        H = prior.copy()
-        for j, node in enumerate(labeled):
-            block = (np.diag(Pi[j]) - np.outer(Pi[j], Pi[j])) / gamma**2
-            idx = np.arange(n_c) * n + node
-            H[np.ix_(idx, idx)] += block
-        step = np.linalg.solve(H, -grad)
-        x += step
-        if np.abs(step).max() < 1e-15:
-            break
-    return x.reshape(n_c, n).T
 
 
 def _targets(loss, codes):
@@ -103,7 +59,7 @@ def test_matches_dense_map(name, tau, gamma):
     fit = fit_full_graph(
         loss, W, labeled, targets, tau, gamma, tol=1e-13, solver=LaplacianSolver(W)
     )
-    expected = _dense_map(loss, W, labeled, targets, tau, gamma)
+    expected = full_graph_map(loss, W, labeled, targets, tau, gamma)
     assert fit.converged
     np.testing.assert_allclose(fit.latent, expected, rtol=0, atol=1e-8 * np.abs(expected).max())
     if name == "ce":
@@ -123,7 +79,7 @@ def test_repeated_labeled_node_adds_its_losses():
     labeled = np.array([3, 3, 10, 20])
     targets = np.array([1.0, 1.0, -1.0, 1.0])
     fit = fit_full_graph(LOSSES["gr"], W, labeled, targets, 0.1, 0.5, tol=1e-13)
-    Q = _dense_laplacian(W) + 0.01 * np.eye(N_NODES)
+    Q = dense_laplacian(W) + 0.01 * np.eye(N_NODES)
     Q[[3, 10, 20], [3, 10, 20]] += np.array([2.0, 1.0, 1.0]) / 0.25
     b = np.zeros(N_NODES)
     b[[3, 10, 20]] = np.array([2.0, -1.0, 1.0]) / 0.25
@@ -136,7 +92,7 @@ def test_small_tau_gamma_approach_harmonic_extension(name):
     W, _ = _graph()
     labeled, codes = _labels()
     targets = _targets(loss, codes)
-    L = _dense_laplacian(W)
+    L = dense_laplacian(W)
     free = np.setdiff1d(np.arange(N_NODES), labeled)
     harmonic = np.zeros((N_NODES,) + targets.shape[1:])
     harmonic[labeled] = targets
@@ -236,7 +192,7 @@ def test_spectral_hessian_at_the_full_graph_map(name):
     targets = _targets(loss, codes)
     tau, gamma = 0.1, 0.5
     fit = fit_full_graph(loss, W, labeled, targets, tau, gamma, tol=1e-12)
-    eigenvalues, V = np.linalg.eigh(_dense_laplacian(W))
+    eigenvalues, V = np.linalg.eigh(dense_laplacian(W))
     prior, P = eigenvalues[:6] + tau**2, V[labeled, :6]
     got = spectral_hessian(loss, prior, P, fit, gamma)
     if name == "ce":

@@ -1,4 +1,7 @@
-"""The graph and its spectrum against hand computations on tiny point sets."""
+"""The graph and its spectrum against hand computations on tiny point sets.
+
+The formulas: docs/math.rst, "The graph".
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.linalg import eigh
+from sklearn.datasets import make_moons
 from sklearn.neighbors import kneighbors_graph
 
 from skmcal import SpectralGraphClassifier
@@ -367,3 +371,19 @@ def test_interpolation_with_copies_weighs_every_copy():
     # an exact copy of a duplicated point: its first node alone
     exact = g.interpolation_weights(points[[4, 9]]).toarray()
     np.testing.assert_array_equal(exact, np.eye(33)[[4, 9]])
+
+
+def test_graph_repr_is_a_one_line_summary():
+    X, y_true = make_moons(120, noise=0.05, random_state=0)
+    y = np.full(120, -1)
+    y[:4] = y_true[:4]
+    graph = SpectralGraphClassifier(n_eigs=10).fit(X, y).graph_
+    text = repr(graph)
+    W = graph.weights.toarray()
+    n_edges = np.count_nonzero(np.triu(W))  # each undirected edge (and self-loop) once
+    assert text.startswith(
+        f"SpectralGraph(n_nodes=120, n_edges={n_edges}, kernel='gaussian', n_neighbors=10, "
+        f"n_eigs=10, eigenvalues=[{graph.eigenvalues[0]:.3g}, ..., "
+        f"{graph.eigenvalues[-1]:.3g}], n_components={graph.n_components}, residual="
+    )
+    assert "\n" not in text and len(text) < 200

@@ -1,8 +1,9 @@
 """The full-graph and Poisson models of SpectralGraphClassifier against dense brute force.
 
 On a tiny graph the full-graph MAP is recomputed by a dense Newton iteration
-on ``1/2 u'(L + tau^2 I)u + sum_j loss(u_j, y_j)`` (the losses' own value and
-derivatives, which tests/test_numerics.py checks against finite differences),
+on ``1/2 u'(L + tau^2 I)u + sum_j loss(u_j, y_j)`` (docs/math.rst,
+"Full-graph and Poisson models"; the oracle's, with the losses' own value and
+derivatives, which tests/test_losses.py checks against finite differences),
 and the covariance by inverting the dense spectral Hessian at that latent.
 """
 
@@ -16,21 +17,32 @@ from skmcal import SpectralGraphClassifier, acquisition, model_change
 from skmcal.losses import LOSSES
 from skmcal.poisson import poisson_learning
 
+from _oracle import blobs, dense_laplacian, full_graph_map, semi_supervised
+
 BINARY = ("gr", "logistic", "probit")
 ALL_LOSSES = BINARY + ("mgr", "ce")
 TAU, GAMMA = 0.2, 0.4
 
 
 def _blobs(n_classes, seed=0):
-    rng = np.random.RandomState(seed)
-    centers = np.array([[0.0, 0.0], [4.0, 0.0], [2.0, 3.5]])[:n_classes]
-    X = np.vstack([rng.randn(20, 2) + c for c in centers])
-    y_true = np.repeat(np.arange(n_classes), 20)
-    y = np.full(X.shape[0], -1)
-    for c in range(n_classes):
-        rows = c * 20 + rng.choice(20, 3, replace=False)
-        y[rows] = c
-    return X, y, y_true
+    X, y_true, labeled = blobs(
+        n_classes,
+        20,
+        centers=[[0.0, 0.0], [4.0, 0.0], [2.0, 3.5]],
+        labels=np.arange(3),
+        n_labeled=3,
+        seed=seed,
+    )
+    return X, semi_supervised(y_true, labeled), y_true
+
+
+def _dense_map(clf, y):
+    """The oracle's dense Newton on the full-graph objective, for the classifier's graph."""
+    loss = LOSSES[clf.loss]
+    labeled = np.flatnonzero(y != -1)
+    codes = np.searchsorted(clf.classes_, y[labeled])
+    T = loss.encode(codes, clf.classes_.size)
+    return full_graph_map(loss, clf.graph_.weights, labeled, T, clf.tau_, clf.gamma_)
 
 
 def _fit(loss, model="full", **params):
@@ -38,45 +50,6 @@ def _fit(loss, model="full", **params):
     params = {"tau": TAU, "gamma": GAMMA, "n_eigs": 10, "cache": False, **params}
     clf = SpectralGraphClassifier(loss, model=model, **params).fit(X, y)
     return clf, X, y, y_true
-
-
-def _laplacian(clf):
-    W = clf.graph_.weights.toarray()
-    d = W.sum(axis=1)
-    return np.eye(W.shape[0]) - W / np.sqrt(np.outer(d, d))
-
-
-def _dense_map(clf, y):
-    """Dense Newton on the full-graph objective (class-major for multiclass losses)."""
-    loss = LOSSES[clf.loss]
-    A = _laplacian(clf) + clf.tau_**2 * np.eye(clf.graph_.n_nodes)
-    labeled = np.flatnonzero(y != -1)
-    codes = np.searchsorted(clf.classes_, y[labeled])
-    T = loss.encode(codes, clf.classes_.size)
-    n, g = A.shape[0], clf.gamma_
-    n_c = 1 if not loss.multiclass else clf.classes_.size
-    u = np.zeros(n * n_c)
-    for _ in range(100):
-        U = u.reshape(n_c, n).T if n_c > 1 else u
-        grad_rows, curvature = loss.derivatives(U[labeled], T, g)
-        grad = (np.kron(np.eye(n_c), A) @ u).reshape(n_c, n).T if n_c > 1 else A @ u
-        H = np.kron(np.eye(n_c), A)
-        grad = np.array(grad, dtype=float)
-        grad[labeled] += grad_rows
-        for r, j in enumerate(labeled):
-            if loss.name == "ce":
-                pi = curvature[r]
-                block = (np.diag(pi) - np.outer(pi, pi)) / g**2
-            else:
-                block = curvature[r] * np.eye(n_c)
-            idx = j + n * np.arange(n_c)
-            H[np.ix_(idx, idx)] += block
-        flat = grad.T.ravel() if n_c > 1 else grad
-        step = np.linalg.solve(H, flat)
-        u = u - step
-        if np.max(np.abs(step)) < 1e-13:
-            break
-    return u.reshape(n_c, n).T if n_c > 1 else u
 
 
 @pytest.mark.parametrize("loss", ALL_LOSSES)
@@ -113,7 +86,7 @@ def test_full_graph_covariance_is_the_spectral_hessian_at_its_latent(loss):
 
 def test_full_graph_gaussian_approaches_the_harmonic_extension():
     clf, X, y, _ = _fit("gr", tau=1e-3, gamma=1e-3)
-    L = _laplacian(clf)
+    L = dense_laplacian(clf.graph_.weights)
     labeled = np.flatnonzero(y != -1)
     unlabeled = np.flatnonzero(y == -1)
     f = np.where(y[labeled] == clf.classes_[1], 1.0, -1.0)

@@ -1,7 +1,8 @@
 """modAL query strategies of ``skmcal.query``: selection, options, errors, and modAL itself.
 
 Greedy batches are compared with a brute-force sequence of exact refits (gr,
-mgr: dense normal equations solved here), and with real estimator refits.
+mgr: dense normal equations, ``tests/_oracle.py``; docs/math.rst, "Batches"),
+and with real estimator refits.
 The modAL loops use the real ``modAL.models.ActiveLearner``.
 """
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -39,6 +42,10 @@ modal_models = pytest.importorskip("modAL.models")
 import modAL.models.learners as modal_learners  # noqa: E402
 from modAL.models import ActiveLearner  # noqa: E402
 
+from _oracle import GaussianRefits, blobs  # noqa: E402
+
+skmcal.patch_modal()  # modAL 0.4.2.1's teach() on scikit-learn >= 1.8
+
 N_EIGS = 8
 STRATEGIES = {
     "model_change": model_change,
@@ -50,17 +57,17 @@ STRATEGIES = {
 
 
 # ---------------------------------------------------------------- tiny pools
+
+
 def _blobs(n_classes, seed=0):
-    rng = np.random.RandomState(seed)
-    centers = np.array([[0.0, 0.0], [3.0, 0.0], [1.5, 2.6]])[:n_classes]
-    n_per_class = 28 if n_classes == 2 else 19
-    X = np.vstack([rng.randn(n_per_class, 2) + c for c in centers])
-    labels = np.array([4, 8, 11])[:n_classes]
-    y_true = np.repeat(labels, n_per_class)
-    labeled = np.sort(np.concatenate(
-        [c * n_per_class + rng.choice(n_per_class, 3, replace=False) for c in range(n_classes)]
-    ))
-    return X, y_true, labeled
+    return blobs(
+        n_classes,
+        28 if n_classes == 2 else 19,
+        centers=[[0.0, 0.0], [3.0, 0.0], [1.5, 2.6]],
+        labels=[4, 8, 11],
+        n_labeled=3,
+        seed=seed,
+    )
 
 
 @functools.cache
@@ -76,53 +83,6 @@ def _pool(loss, tau=0.2, gamma=0.4):
 
 
 # ------------------------------------------------- brute force for gr and mgr
-class GaussianRefits:
-    """Exact gr / mgr fits on an explicit label set, by dense normal equations."""
-
-    def __init__(self, clf):
-        self.V = np.asarray(clf.eigenvectors_)
-        self.lam = np.asarray(clf.eigenvalues_) + clf.tau_**2
-        self.g = clf.gamma_
-        self.binary = clf.loss == "gr"
-        self.n_classes = clf.classes_.size
-
-    def fit(self, nodes, targets):
-        P = self.V[list(nodes)]
-        H = np.diag(self.lam) + P.T @ P / self.g**2
-        T = np.asarray(targets, dtype=float)
-        return np.linalg.solve(H, P.T @ T / self.g**2), np.linalg.inv(H)
-
-    def pseudo(self, coef, k):
-        u = self.V[k] @ coef
-        if self.binary:
-            return 1.0 if u >= 0 else -1.0
-        return np.eye(self.n_classes)[np.argmax(u)]
-
-    def score(self, kind, nodes, targets, k):
-        coef, C = self.fit(nodes, targets)
-        label = self.pseudo(coef, k)
-        coef2, C2 = self.fit(list(nodes) + [k], list(targets) + [label])
-        if kind == "model_change":
-            return np.linalg.norm(coef2 - coef)
-        V = self.V
-        if kind == "vopt":
-            return np.trace(V @ C @ V.T) - np.trace(V @ C2 @ V.T)
-        one = np.ones(V.shape[0])
-        return one @ V @ C @ V.T @ one - one @ V @ C2 @ V.T @ one
-
-    def greedy(self, kind, nodes, targets, candidates, n):
-        nodes, targets, candidates = list(nodes), list(targets), list(candidates)
-        chosen, scores = [], []
-        for _ in range(n):
-            values = np.array([self.score(kind, nodes, targets, k) for k in candidates])
-            best = int(np.argmax(values))
-            k = candidates.pop(best)
-            coef, _ = self.fit(nodes, targets)
-            nodes.append(k)
-            targets.append(self.pseudo(coef, k))
-            chosen.append(k)
-            scores.append(values[best])
-        return np.array(chosen), np.array(scores)
 
 
 def _targets(clf, y):
@@ -593,6 +553,16 @@ def test_modal_loop_end_to_end(loss):
     assert learner.X_training.shape[0] == labeled.size + 250
 
 
+def test_importing_skmcal_patches_nothing():
+    code = (
+        "import sklearn.utils, skmcal, skmcal.query, skmcal.experiment, skmcal.baselines\n"
+        "import modAL.models.learners as learners\n"
+        "assert learners.check_X_y is sklearn.utils.check_X_y\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
 def test_modal_teach_needs_the_patch(monkeypatch):
     from skmcal.modal_compat import _check_X_y_compat, patch_modal
 
@@ -601,7 +571,8 @@ def test_modal_teach_needs_the_patch(monkeypatch):
     assert "force_all_finite" not in inspect.signature(sklearn.utils.check_X_y).parameters
     with pytest.raises(TypeError, match="force_all_finite"):
         sklearn.utils.check_X_y(X, y, force_all_finite=True)
-    # ... so importing skmcal.query patched modAL's name, and only modAL's
+    # ... so skmcal.patch_modal() (called above) patched modAL's name, and only modAL's
+    assert skmcal.patch_modal is patch_modal
     assert modal_learners.check_X_y is _check_X_y_compat
     assert sklearn.utils.check_X_y is not _check_X_y_compat
     assert patch_modal() is False  # idempotent: nothing left to patch

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,13 +14,16 @@ from sklearn.datasets import make_blobs
 from sklearn.neighbors import KNeighborsClassifier
 from threadpoolctl import threadpool_limits
 
-from skmcal import NodeSet, SpectralGraphClassifier
+from skmcal import NodeSet, SpectralGraphClassifier, patch_modal
 from skmcal.baselines import vopt_hf
+from skmcal.datasets import get_data_home
 from skmcal.experiment import run_experiment
 from skmcal.query import model_change, random_sampling, sopt, uncertainty, vopt
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = get_data_home()  # ../shared/data, set by tests/conftest.py
 STRATEGIES = [model_change, vopt, sopt, uncertainty, random_sampling]
+
+patch_modal()  # modAL 0.4.2.1's teach() on scikit-learn >= 1.8
 
 
 def _blobs(n=80, seed=0, std=1.5):

@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import make_blobs
 from sklearn.metrics import cohen_kappa_score
 
-from skmcal import NodeSet, SpectralGraphClassifier, acquisition, model_change
+from skmcal import NodeSet, SpectralGraphClassifier, acquisition, model_change, patch_modal
 from skmcal.stopping import (
     LabelBudget,
     ModelChangeBelow,
@@ -138,6 +138,7 @@ def test_model_change_rule_stops_at_the_first_score_below_tol():
 
 def test_rules_in_a_modal_loop():
     ActiveLearner = pytest.importorskip("modAL.models").ActiveLearner
+    patch_modal()  # modAL 0.4.2.1's teach() on scikit-learn >= 1.8
     X, y = make_blobs(300, centers=3, cluster_std=1.0, random_state=1)
     pool = NodeSet(X)
     labeled = np.array([np.flatnonzero(y == c)[0] for c in range(3)])

@@ -1,0 +1,72 @@
+"""skmcal.selection: the candidate rows and the batch choice every strategy shares.
+
+The strategies' own tests (test_query.py, test_baselines.py) check the
+choices end to end; these check the shared rules directly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from skmcal.selection import candidate_rows, check_candidates, choose
+
+
+@pytest.mark.parametrize("value", [None, 0.1, 1.0, 1, 50, np.float64(0.5), np.int64(3)])
+def test_check_candidates_returns_accepted_values_unchanged(value):
+    assert check_candidates(value) is value
+    assert check_candidates(value, rows=False) is value
+
+
+def test_check_candidates_arrays_only_where_rows_are_accepted():
+    np.testing.assert_array_equal(check_candidates([3, 1]), [3, 1])
+    with pytest.raises(ValueError, match=r"None \(every unlabeled node\), a fraction"):
+        check_candidates(np.array([3, 1]), rows=False)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (0, "candidates as an int must be >= 1; got 0"),
+        (1.5, r"candidates as a float must be a fraction in \(0, 1\]; got 1.5"),
+        (True, "1-D array of row indices of X_pool; got True"),
+        (np.array([0.5]), "1-D array of row indices"),
+    ],
+)
+def test_check_candidates_errors_name_the_value(bad, message):
+    with pytest.raises(ValueError, match=message):
+        check_candidates(bad)
+
+
+def test_candidate_rows_skip_labeled_nodes_and_repeated_rows():
+    pool_nodes = np.array([0, 1, 2, 2, 3, 4, 1])  # rows 3 and 6 repeat nodes 2 and 1
+    rng = np.random.RandomState(0)
+    rows = candidate_rows(pool_nodes, np.array([4]), None, 1, rng)
+    np.testing.assert_array_equal(rows, [0, 1, 2, 4])
+    rows = candidate_rows(pool_nodes, np.array([4]), np.array([6, 5, 3, -1]), 1, rng)
+    np.testing.assert_array_equal(rows, [3, 6])  # 5 is labeled, -1 is row 6 again
+    assert candidate_rows(pool_nodes, np.array([4]), 0.5, 1, rng).size == 2
+    assert candidate_rows(pool_nodes, np.array([4]), 0.1, 3, rng).size == 3  # >= n_instances
+    with pytest.raises(ValueError, match="n_instances=5 exceeds the 4 unlabeled"):
+        candidate_rows(pool_nodes, np.array([4]), None, 5, rng)
+
+
+def test_choose_topk_and_greedy_with_an_advancing_state():
+    values = np.array([0.8, 0.9, 0.5, 0.7])
+
+    def score(state, nodes):  # the state is the set of silenced nodes
+        return np.where(np.isin(nodes, list(state)), 0.0, values[nodes])
+
+    def advance(state, node):
+        return state | {node - 1, node + 1}  # adding a node silences its neighbours
+
+    def pick(n, batch):
+        return choose(frozenset(), score, advance, nodes, rows, n, batch, np.random.RandomState(0))
+
+    rows = nodes = np.arange(4)
+    picked, scores = pick(2, "topk")
+    np.testing.assert_array_equal(picked, [1, 0])
+    np.testing.assert_array_equal(scores, [0.9, 0.8])
+    picked, scores = pick(2, "greedy")  # 1 silences 0 and 2
+    np.testing.assert_array_equal(picked, [1, 3])
+    np.testing.assert_array_equal(scores, [0.9, 0.7])
