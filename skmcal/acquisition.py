@@ -5,7 +5,7 @@ Each function takes a fitted posterior (:mod:`skmcal.posterior`: the
 candidate node indices, and returns one value per candidate; larger is
 better. Adding node ``k`` with its pseudo-label moves the coefficients by
 ``-D_k R_k`` and the covariance by ``-D_k K_k D_k'``
-(:class:`~skmcal.posterior.LookAheadTerms`), so that (MATH.md):
+(:class:`~skmcal.posterior.LookAheadTerms`), so that (see the math page of the documentation, ``docs/math.rst``):
 
 - model change, the norm of the change of the MAP: ``||D_k R_k|| =
   sqrt(R_k' (D_k' D_k) R_k)`` (exact for ``gr``/``mgr``, one Newton step
@@ -93,7 +93,7 @@ def vopt(posterior, nodes, *, top=None):
 def sopt(posterior, nodes, *, top=None):
     """Sigma-opt: drop in ``1' V C V' 1`` (the survey risk) per node.
 
-    ``F' <V'1, C v_k>^2 / (1 + F' s_k)`` (MATH.md corrects the paper's
+    ``F' <V'1, C v_k>^2 / (1 + F' s_k)`` (``docs/math.rst`` corrects the paper's
     ``<1, C v_k>``); for mgr, whose classes share ``C``, the same value. For
     ce the survey risk is summed over the classes, ``sum_c 1'V C_cc V'1``.
     """

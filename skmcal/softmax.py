@@ -11,7 +11,7 @@ look-ahead lives on the zero-sum subspace, basis ``E``
     K_k = E' (I + B_k G_k)^-1 B_k E / gamma^2,
 
 the look-ahead MAP is ``coef - D_k R_k`` and its covariance ``C - D_k K_k
-D_k'`` (one Newton step; MATH.md). ``D_k' D_k = E' V_k C^2 V_k' E``.
+D_k'`` (one Newton step; ``docs/math.rst``). ``D_k' D_k = E' V_k C^2 V_k' E``.
 
 What makes it fast (all of it inside this module):
 
