@@ -5,7 +5,7 @@ Each function takes a fitted posterior (:mod:`skmcal.posterior`: the
 candidate node indices, and returns one value per candidate; larger is
 better. Adding node ``k`` with its pseudo-label moves the coefficients by
 ``-D_k R_k`` and the covariance by ``-D_k K_k D_k'``
-(:class:`~skmcal.posterior.LookAheadTerms`), so that (see the math page of the documentation, ``docs/math.rst``):
+(:class:`~skmcal.posterior.LookAheadTerms`), so that (``docs/math.rst``):
 
 - model change, the norm of the change of the MAP: ``||D_k R_k|| =
   sqrt(R_k' (D_k' D_k) R_k)`` (exact for ``gr``/``mgr``, one Newton step

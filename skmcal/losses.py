@@ -22,7 +22,8 @@ posterior families needs to know which loss it holds:
 - ``family``: ``"rank_one"`` (one ``M x M`` covariance shared by the classes)
   or ``"softmax"`` (ce, coupled classes).
 
-All formulas are those of the math page of the documentation (``docs/math.rst``); the log-space forms keep them finite
+All formulas are those of the documentation's math page (``docs/math.rst``);
+the log-space forms keep them finite
 for ``|u| / gamma`` of 1e3 and beyond.
 """
 
