@@ -23,8 +23,7 @@ posterior families needs to know which loss it holds:
   or ``"softmax"`` (ce, coupled classes).
 
 All formulas are those of the documentation's math page (``docs/math.rst``);
-the log-space forms keep them finite
-for ``|u| / gamma`` of 1e3 and beyond.
+the log-space forms keep them finite for ``|u| / gamma`` of 1e3 and beyond.
 """
 
 from __future__ import annotations
