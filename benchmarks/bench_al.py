@@ -68,9 +68,11 @@ def run_loop(clf, strategy, opts, X, y, pool, init, iterations, seed, direct=Fal
     """
     from modAL.models import ActiveLearner
 
-    from skmcal import patch_modal
+    import skmcal
 
-    patch_modal()  # modAL 0.4.2.1's teach() on scikit-learn >= 1.8
+    # modAL 0.4.2.1's teach() on scikit-learn >= 1.8 (compare_revisions also runs
+    # trees from before patch_modal, which patched modAL on importing skmcal.query)
+    getattr(skmcal, "patch_modal", lambda: None)()
     learner = clf.fit(X[init], y[init]) if direct else ActiveLearner(
         estimator=clf, query_strategy=strategy, X_training=X[init], y_training=y[init])
     labeled, upd, qry, cpu, newton, picks = init.copy(), [], [], [], [], []
