@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import threading
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -891,7 +892,9 @@ class GraphCache:
     The key is the :class:`NodeSet` digest plus every graph parameter
     (:meth:`GraphParams.key`), so a hit is always the graph that would have
     been built. Graphs built with a ``numpy.random.RandomState`` as
-    ``random_state`` are never cached.
+    ``random_state`` are never cached. It is thread-safe: threads asking for
+    the same key while its graph is being built wait for that build (one
+    build per key); different keys build concurrently.
 
     Parameters
     ----------
@@ -903,28 +906,64 @@ class GraphCache:
         self.maxsize = maxsize
         self._store: OrderedDict = OrderedDict()
         self.builds = 0
+        self._lock = threading.Lock()
+        self._key_locks: dict = {}
+
+    def _cached(self, key):
+        """The cached graph of ``key`` (marked as recently used), or None; hold ``_lock``."""
+        graph = self._store.get(key)
+        if graph is not None:
+            self._store.move_to_end(key)
+        return graph
+
+    def _build(self, nodes, params, key):
+        first_equal = None if params.kernel == "precomputed" else nodes.first_equal
+        graph = build_graph(nodes.data, params, first_equal)
+        with self._lock:
+            self.builds += 1
+            if key is not None and self.maxsize > 0:
+                self._store[key] = graph
+                while len(self._store) > self.maxsize:
+                    self._store.popitem(last=False)
+        return graph
 
     def get_or_build(self, nodes: NodeSet, params: GraphParams) -> SpectralGraph:
-        """The graph of ``params`` on ``nodes``, from the cache or freshly built."""
+        """The graph of ``params`` on ``nodes``, from the cache or freshly built.
+
+        Of threads asking for one key at once, the first builds the graph and
+        the others wait for it and return it.
+        """
         cacheable = params.random_state is None or isinstance(
             params.random_state, (int, np.integer)
         )
         key = params.key(nodes.digest) if cacheable else None
-        if key is not None and key in self._store:
-            self._store.move_to_end(key)
-            return self._store[key]
-        first_equal = None if params.kernel == "precomputed" else nodes.first_equal
-        graph = build_graph(nodes.data, params, first_equal)
-        self.builds += 1
-        if key is not None and self.maxsize > 0:
-            self._store[key] = graph
-            while len(self._store) > self.maxsize:
-                self._store.popitem(last=False)
+        if key is None:
+            return self._build(nodes, params, None)
+        with self._lock:
+            graph = self._cached(key)
+            if graph is not None:
+                return graph
+            key_lock, waiting = self._key_locks.get(key, (threading.Lock(), 0))
+            self._key_locks[key] = (key_lock, waiting + 1)
+        try:
+            with key_lock:
+                with self._lock:
+                    graph = self._cached(key)
+                if graph is None:
+                    graph = self._build(nodes, params, key)
+        finally:
+            with self._lock:
+                key_lock, waiting = self._key_locks[key]
+                if waiting == 1:
+                    del self._key_locks[key]
+                else:
+                    self._key_locks[key] = (key_lock, waiting - 1)
         return graph
 
     def clear(self):
         """Forget every cached graph."""
-        self._store.clear()
+        with self._lock:
+            self._store.clear()
 
     def __len__(self) -> int:
         return len(self._store)

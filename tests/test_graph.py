@@ -367,3 +367,69 @@ def test_interpolation_with_copies_weighs_every_copy():
     # an exact copy of a duplicated point: its first node alone
     exact = g.interpolation_weights(points[[4, 9]]).toarray()
     np.testing.assert_array_equal(exact, np.eye(33)[[4, 9]])
+
+
+# ------------------------------------------------------------ cache: one build per key
+def test_threads_fitting_on_one_node_set_build_the_graph_once(monkeypatch):
+    import threading
+    import time
+
+    from skmcal import GRAPH_CACHE, NodeSet, clear_graph_cache
+
+    rng = np.random.RandomState(0)
+    X = np.vstack([rng.randn(30, 2), rng.randn(30, 2) + 4.0])
+    nodes = NodeSet(X)
+    rows = np.array([0, 1, 30, 31])
+    calls = []
+    real_build = graph_module.build_graph
+
+    def slow_build(*args, **kwargs):
+        calls.append(threading.get_ident())
+        time.sleep(0.2)  # keeps the build open while the other threads arrive
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(graph_module, "build_graph", slow_build)
+    clear_graph_cache()
+    builds_before = GRAPH_CACHE.builds
+    start = threading.Barrier(4)
+    fitted, errors = [None] * 4, []
+
+    def fit(i):
+        try:
+            start.wait()
+            clf = SpectralGraphClassifier("gr", nodes=nodes, n_neighbors=5, n_eigs=6)
+            fitted[i] = clf.fit(X[rows], [0, 0, 1, 1])
+        except Exception as exc:  # noqa: BLE001 -- re-raised in the main thread below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=fit, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    assert len(calls) == 1
+    assert GRAPH_CACHE.builds - builds_before == 1
+    assert all(clf.graph_ is fitted[0].graph_ for clf in fitted)
+    clear_graph_cache()
+
+
+def test_a_failed_build_releases_its_key(monkeypatch):
+    from skmcal import NodeSet
+    from skmcal.graph import GraphCache
+
+    rng = np.random.RandomState(1)
+    nodes = NodeSet(rng.randn(40, 2))
+    params = GraphParams("gaussian", 5, 3, 1.0, 6, random_state=0)
+    real_build = graph_module.build_graph
+    monkeypatch.setattr(
+        graph_module, "build_graph", lambda *a, **k: (_ for _ in ()).throw(MemoryError("boom"))
+    )
+    cache = GraphCache()
+    with pytest.raises(MemoryError, match="boom"):
+        cache.get_or_build(nodes, params)
+    monkeypatch.setattr(graph_module, "build_graph", real_build)
+    graph = cache.get_or_build(nodes, params)
+    assert cache.get_or_build(nodes, params) is graph
+    assert cache.builds == 1 and not cache._key_locks
