@@ -447,7 +447,7 @@ def _many_components(n_components=15, size=40, seed=0):
     return sp.block_diag(blocks, format="csr")
 
 
-def _dense_spectrum(W):
+def _dense_laplacian_eigh(W):
     d = np.asarray(W.sum(axis=1)).ravel()
     L = np.eye(W.shape[0]) - W.toarray() / np.sqrt(np.outer(d, d))
     return np.linalg.eigh(L)
@@ -466,7 +466,7 @@ def test_spectrum_on_a_graph_with_many_components_matches_a_dense_solver(
         monkeypatch.setattr(graph_module, "DENSE_EIGEN_MAX_NODES", 10)
     W = _many_components()
     eigenvalues, V, residual = laplacian_spectrum(W, n_eigs, random_state=0)
-    lam, U = _dense_spectrum(W)
+    lam, U = _dense_laplacian_eigh(W)
     np.testing.assert_allclose(eigenvalues, np.clip(lam[:n_eigs], 0, None), atol=1e-9)
     assert residual < 1e-6
     np.testing.assert_allclose(V.T @ V, np.eye(n_eigs), atol=1e-9)
