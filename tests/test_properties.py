@@ -92,9 +92,7 @@ def test_permuting_the_rows_permutes_the_predictions(problem, perm_seed):
     np.testing.assert_allclose(Q, P, rtol=0, atol=1e-6)
     top2 = np.sort(P, axis=1)[:, -2:]
     clear = top2[:, 1] - top2[:, 0] > 1e-6  # a tie may break either way under round-off
-    np.testing.assert_array_equal(
-        permuted.transduction_[clear], clf.transduction_[perm][clear]
-    )
+    np.testing.assert_array_equal(permuted.transduction_[clear], clf.transduction_[perm][clear])
     np.testing.assert_allclose(permuted.eigenvalues_, clf.eigenvalues_, rtol=0, atol=1e-9)
 
 
