@@ -298,6 +298,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     nodes), and the query strategies of :mod:`skmcal.query` never return a
     node equal to a labeled one, nor two equal rows in one batch.
 
+    **Labels given twice.** With ``nodes=`` given, labeled rows of ``X`` that
+    land on one node (a row taught again) count once; different labels for
+    one node raise a ``ValueError`` naming the rows. ``fit`` always starts
+    from the labels it is given: a fit on the same nodes that keeps none of
+    the previous fit's labeled nodes warns (modAL's
+    ``teach(..., only_new=True)`` does that, and drops every earlier label).
+
     **Components without labels.** Nothing is learned in a connected
     component of the graph that holds no label: ``fit`` warns with the number
     of such nodes, and predictions there are fixed, whatever the round-off:
@@ -582,8 +589,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             if self.cache
             else build_graph(nodes.data, params)
         )
-        labeled_nodes = node_index[labeled]
-        codes = np.searchsorted(classes, labels)
+        labeled_nodes, codes = self._distinct_labels(
+            node_index, labeled, np.searchsorted(classes, labels), classes, nodes
+        )
         # Warm start only where the previous fit used the same graph content.
         signature = (
             graph.params.key(nodes.digest), self.model, self.loss, tuple(classes.tolist()),
@@ -614,6 +622,48 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         self._fit_signature = signature
         self._note_unlabeled_components(codes)
         return self
+
+    def _distinct_labels(self, node_index, labeled, codes, classes, nodes):
+        """One label per node: rows of ``X`` on one node count once, and must agree.
+
+        With ``nodes=`` given, several labeled rows may stand for one node
+        (a row taught twice). They count once; different labels for one node
+        raise a ``ValueError`` naming the rows. A fit on the same node set
+        that labels none of the previous fit's nodes warns: ``fit`` does not
+        add labels (modAL's ``teach(..., only_new=True)`` refits on the new
+        rows alone).
+        """
+        rows = np.flatnonzero(labeled)
+        labeled_nodes = node_index[rows]
+        unique, first, inverse = np.unique(labeled_nodes, return_index=True, return_inverse=True)
+        if unique.size < labeled_nodes.size:
+            clash = np.flatnonzero(codes != codes[first][inverse])
+            if clash.size:
+                node = labeled_nodes[clash[0]]
+                on_node = rows[labeled_nodes == node]
+                raise ValueError(
+                    f"Rows {on_node.tolist()} of X are one node ({node}) but carry different "
+                    f"labels {classes[codes[labeled_nodes == node]].tolist()}; a node takes "
+                    f"one label. Keep one of these rows (or relabel it everywhere)."
+                )
+            keep = np.sort(first)
+            labeled_nodes, codes = labeled_nodes[keep], codes[keep]
+        previous = getattr(self, "labeled_nodes_", None)
+        if (
+            self.nodes is not None
+            and previous is not None
+            and getattr(getattr(self, "node_set_", None), "digest", None) == nodes.digest
+            and not np.isin(previous, labeled_nodes).any()
+        ):
+            warnings.warn(
+                f"This fit labels none of the {np.unique(previous).size} nodes labeled by the "
+                f"previous fit on the same nodes: fit starts afresh from the labels given, "
+                f"it does not add them to earlier ones (modAL's teach(..., only_new=True) "
+                f"drops every earlier label; use teach(X, y) to add labels).",
+                UserWarning,
+                stacklevel=3,
+            )
+        return labeled_nodes, codes
 
     def _fit_model(self, loss, graph, labeled_nodes, codes, n_classes, tau, gamma, previous):
         """The posterior of ``self.model`` (warm-started from ``previous`` if given)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import threading
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -20,7 +21,7 @@ import joblib
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
-from scipy.sparse.linalg import eigsh
+from scipy.sparse.linalg import LinearOperator, eigsh
 from scipy.sparse.linalg import norm as sparse_norm
 from sklearn.base import clone
 from sklearn.neighbors import NearestNeighbors
@@ -788,17 +789,61 @@ def _affinity(params: GraphParams, data, first_equal=None) -> _Affinity:
     return _Affinity(W, params, scales, index, point_nodes, node_points, data_scale)
 
 
+#: The null space of ``A`` (eigenvalue 1) is moved to this eigenvalue, below
+#: the spectrum of ``A`` (within [-1, 1]), before the remaining eigenpairs are
+#: computed.
+_DEFLATED_EIGENVALUE = -2.0
+
+
+def null_space_basis(W) -> sp.csr_matrix:
+    """The null space of ``L = I - D^-1/2 W D^-1/2`` in closed form.
+
+    One column per connected component of positive degree: ``D^1/2 1_c``
+    normalised, where ``1_c`` indicates the component (edges of positive
+    weight only). The columns are orthonormal, in the order of the component
+    labels of :func:`scipy.sparse.csgraph.connected_components`; a node
+    without an edge belongs to none (its eigenvalue is 1).
+
+    Parameters
+    ----------
+    W : sparse matrix of shape (n_nodes, n_nodes)
+        Symmetric non-negative affinity.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of shape (n_nodes, n_null)
+    """
+    W = sp.csr_matrix(W)
+    positive = sp.csr_matrix((W.data > 0, W.indices, W.indptr), shape=W.shape)
+    positive.eliminate_zeros()
+    _, labels = connected_components(positive, directed=False)
+    root_degree = np.sqrt(np.asarray(W.sum(axis=1)).ravel().clip(0.0, None))
+    norms = np.sqrt(np.bincount(labels, weights=root_degree**2))
+    kept = np.flatnonzero(norms > 0)
+    column = np.full(labels.max(initial=-1) + 1, -1, dtype=np.intp)
+    column[kept] = np.arange(kept.size)
+    rows = np.flatnonzero(column[labels] >= 0)
+    values = root_degree[rows] / norms[labels[rows]]
+    return sp.csr_matrix((values, (rows, column[labels[rows]])), shape=(W.shape[0], kept.size))
+
+
 def laplacian_spectrum(W, n_eigs, random_state=None):
     """The ``n_eigs`` smallest eigenpairs of ``L = I - D^-1/2 W D^-1/2``.
 
-    Computed as the largest eigenpairs of ``A = D^-1/2 W D^-1/2`` (dense
-    ``eigh`` on small graphs, ARPACK ``eigsh(which="LA")`` otherwise), with
-    each eigenvector signed so that its entry of largest magnitude is positive.
+    The null space is put in first, in closed form (:func:`null_space_basis`:
+    one vector per connected component, so no copy of the eigenvalue 0 is
+    ever missed, however many components the graph has). The other
+    eigenpairs are the largest of ``A = D^-1/2 W D^-1/2`` with the null space
+    deflated (dense ``eigh`` on small graphs, ARPACK ``eigsh(which="LA")``
+    otherwise, started from a vector drawn from ``random_state``, or from
+    seed 0 when it is None, so that identical input gives identical output),
+    made orthogonal to the null space and signed so that each eigenvector's
+    entry of largest magnitude is positive.
 
     Returns
     -------
     eigenvalues : ndarray of shape (n_eigs,)
-        Ascending, clipped at 0.
+        Ascending, clipped at 0; the null space's are exactly 0.
     eigenvectors : ndarray of shape (n_nodes, n_eigs)
     residual : float
         ``max_i ||A v_i - (1 - lambda_i) v_i||_2``.
@@ -808,22 +853,44 @@ def laplacian_spectrum(W, n_eigs, random_state=None):
     s = _inverse_sqrt(degrees)
     A = sp.diags(s) @ W @ sp.diags(s)
     A = ((A + A.T) * 0.5).tocsr()
-    if n <= DENSE_EIGEN_MAX_NODES or 3 * n_eigs >= n:
+    N = null_space_basis(W)
+    n_null = min(N.shape[1], n_eigs)
+    n_rest = n_eigs - n_null
+    NT = N.T.tocsr()
+    shift = _DEFLATED_EIGENVALUE - 1.0
+    if n_rest == 0:
+        mu, V = np.ones(0), np.zeros((n, 0))
+    elif n <= DENSE_EIGEN_MAX_NODES or 3 * n_eigs >= n:
         # numpy's eigh, not scipy's: see the note on OpenBLAS in posterior.py.
-        mu, V = np.linalg.eigh(A.toarray())
-        mu, V = mu[n - n_eigs :], V[:, n - n_eigs :]
+        B = A.toarray()
+        for c in range(N.shape[1]):
+            part = slice(NT.indptr[c], NT.indptr[c + 1])
+            rows, v = NT.indices[part], NT.data[part]
+            B[np.ix_(rows, rows)] += shift * np.outer(v, v)
+        mu, V = np.linalg.eigh(B)
+        mu, V = mu[n - n_rest :], V[:, n - n_rest :]
     else:
-        rng = check_random_state(random_state)
-        v0 = rng.uniform(-1.0, 1.0, size=n) if random_state is not None else None
-        mu, V = eigsh(
-            A, k=n_eigs, which="LA", v0=v0, ncv=min(n, max(2 * n_eigs + 1, 100)), tol=EIGSH_TOL
+        rng = check_random_state(0 if random_state is None else random_state)
+        v0 = rng.uniform(-1.0, 1.0, size=n)
+        deflated = LinearOperator(
+            (n, n), matvec=lambda x: A @ x + shift * (N @ (NT @ x)), dtype=np.float64
         )
+        mu, V = eigsh(
+            deflated, k=n_rest, which="LA", v0=v0, ncv=min(n, max(2 * n_rest + 1, 100)),
+            tol=EIGSH_TOL,
+        )  # fmt: skip
     order = np.argsort(-mu, kind="stable")
-    mu, V = mu[order], np.ascontiguousarray(V[:, order])
-    residual = float(np.linalg.norm(A @ V - V * mu, axis=0).max(initial=0.0))
+    mu, V = mu[order], V[:, order]
+    if N.shape[1]:
+        V = V - N @ (NT @ V)
+        V /= np.linalg.norm(V, axis=0).clip(np.finfo(float).tiny, None)
     flip = V[np.abs(V).argmax(axis=0), np.arange(V.shape[1])] < 0
     V[:, flip] *= -1.0
+    V = np.ascontiguousarray(np.hstack([N[:, :n_null].toarray(), V]))
+    mu = np.concatenate([np.ones(n_null), mu])
+    residual = float(np.linalg.norm(A @ V - V * mu, axis=0).max(initial=0.0))
     eigenvalues = np.clip(1.0 - mu, 0.0, None)
+    eigenvalues[:n_null] = 0.0
     return eigenvalues, V, residual
 
 
@@ -891,7 +958,9 @@ class GraphCache:
     The key is the :class:`NodeSet` digest plus every graph parameter
     (:meth:`GraphParams.key`), so a hit is always the graph that would have
     been built. Graphs built with a ``numpy.random.RandomState`` as
-    ``random_state`` are never cached.
+    ``random_state`` are never cached. It is thread-safe: threads asking for
+    the same key while its graph is being built wait for that build (one
+    build per key); different keys build concurrently.
 
     Parameters
     ----------
@@ -903,28 +972,64 @@ class GraphCache:
         self.maxsize = maxsize
         self._store: OrderedDict = OrderedDict()
         self.builds = 0
+        self._lock = threading.Lock()
+        self._key_locks: dict = {}
+
+    def _cached(self, key):
+        """The cached graph of ``key`` (marked as recently used), or None; hold ``_lock``."""
+        graph = self._store.get(key)
+        if graph is not None:
+            self._store.move_to_end(key)
+        return graph
+
+    def _build(self, nodes, params, key):
+        first_equal = None if params.kernel == "precomputed" else nodes.first_equal
+        graph = build_graph(nodes.data, params, first_equal)
+        with self._lock:
+            self.builds += 1
+            if key is not None and self.maxsize > 0:
+                self._store[key] = graph
+                while len(self._store) > self.maxsize:
+                    self._store.popitem(last=False)
+        return graph
 
     def get_or_build(self, nodes: NodeSet, params: GraphParams) -> SpectralGraph:
-        """The graph of ``params`` on ``nodes``, from the cache or freshly built."""
+        """The graph of ``params`` on ``nodes``, from the cache or freshly built.
+
+        Of threads asking for one key at once, the first builds the graph and
+        the others wait for it and return it.
+        """
         cacheable = params.random_state is None or isinstance(
             params.random_state, (int, np.integer)
         )
         key = params.key(nodes.digest) if cacheable else None
-        if key is not None and key in self._store:
-            self._store.move_to_end(key)
-            return self._store[key]
-        first_equal = None if params.kernel == "precomputed" else nodes.first_equal
-        graph = build_graph(nodes.data, params, first_equal)
-        self.builds += 1
-        if key is not None and self.maxsize > 0:
-            self._store[key] = graph
-            while len(self._store) > self.maxsize:
-                self._store.popitem(last=False)
+        if key is None:
+            return self._build(nodes, params, None)
+        with self._lock:
+            graph = self._cached(key)
+            if graph is not None:
+                return graph
+            key_lock, waiting = self._key_locks.get(key, (threading.Lock(), 0))
+            self._key_locks[key] = (key_lock, waiting + 1)
+        try:
+            with key_lock:
+                with self._lock:
+                    graph = self._cached(key)
+                if graph is None:
+                    graph = self._build(nodes, params, key)
+        finally:
+            with self._lock:
+                key_lock, waiting = self._key_locks[key]
+                if waiting == 1:
+                    del self._key_locks[key]
+                else:
+                    self._key_locks[key] = (key_lock, waiting - 1)
         return graph
 
     def clear(self):
         """Forget every cached graph."""
-        self._store.clear()
+        with self._lock:
+            self._store.clear()
 
     def __len__(self) -> int:
         return len(self._store)

@@ -119,13 +119,14 @@ def model_change(
         drawn at random (int); or exactly these row indices of ``X_pool``
         (array; labeled rows among them are dropped). A random subset never
         has fewer than ``n_instances`` rows.
-    batch : {"topk", "greedy"}, default="topk"
+    batch : {"topk", "greedy", "localmax"}, default="topk"
         How ``n_instances > 1`` rows are chosen. ``topk``: the
         ``n_instances`` best-scored candidates (the paper's batches).
         ``greedy``: the best candidate, then the posterior updated as if it
         were labeled with its pseudo-label (the look-ahead update), the
         candidates rescored, the next best, and so on; costlier, and it
-        spreads a batch out.
+        spreads a batch out. ``localmax``: the best local maxima of the
+        scores on the graph (:func:`local_max_batch`).
     random_state : int, RandomState instance or None, default=None
         Draws the random candidate subset and breaks ties between equal
         scores.
@@ -166,13 +167,14 @@ def vopt(learner, X_pool, n_instances=1, *, candidates=None, batch="topk", rando
         drawn at random (int); or exactly these row indices of ``X_pool``
         (array; labeled rows among them are dropped). A random subset never
         has fewer than ``n_instances`` rows.
-    batch : {"topk", "greedy"}, default="topk"
+    batch : {"topk", "greedy", "localmax"}, default="topk"
         How ``n_instances > 1`` rows are chosen. ``topk``: the
         ``n_instances`` best-scored candidates (the paper's batches).
         ``greedy``: the best candidate, then the posterior updated as if it
         were labeled with its pseudo-label (the look-ahead update), the
         candidates rescored, the next best, and so on; costlier, and it
-        spreads a batch out.
+        spreads a batch out. ``localmax``: the best local maxima of the
+        scores on the graph (:func:`local_max_batch`).
     random_state : int, RandomState instance or None, default=None
         Draws the random candidate subset and breaks ties between equal
         scores.
@@ -210,13 +212,14 @@ def sopt(learner, X_pool, n_instances=1, *, candidates=None, batch="topk", rando
         drawn at random (int); or exactly these row indices of ``X_pool``
         (array; labeled rows among them are dropped). A random subset never
         has fewer than ``n_instances`` rows.
-    batch : {"topk", "greedy"}, default="topk"
+    batch : {"topk", "greedy", "localmax"}, default="topk"
         How ``n_instances > 1`` rows are chosen. ``topk``: the
         ``n_instances`` best-scored candidates (the paper's batches).
         ``greedy``: the best candidate, then the posterior updated as if it
         were labeled with its pseudo-label (the look-ahead update), the
         candidates rescored, the next best, and so on; costlier, and it
-        spreads a batch out.
+        spreads a batch out. ``localmax``: the best local maxima of the
+        scores on the graph (:func:`local_max_batch`).
     random_state : int, RandomState instance or None, default=None
         Draws the random candidate subset and breaks ties between equal
         scores.
@@ -266,13 +269,14 @@ def uncertainty(
         drawn at random (int); or exactly these row indices of ``X_pool``
         (array; labeled rows among them are dropped). A random subset never
         has fewer than ``n_instances`` rows.
-    batch : {"topk", "greedy"}, default="topk"
+    batch : {"topk", "greedy", "localmax"}, default="topk"
         How ``n_instances > 1`` rows are chosen. ``topk``: the
         ``n_instances`` best-scored candidates (the paper's batches).
         ``greedy``: the best candidate, then the posterior updated as if it
         were labeled with its pseudo-label (the look-ahead update), the
         candidates rescored, the next best, and so on; costlier, and it
-        spreads a batch out.
+        spreads a batch out. ``localmax``: the best local maxima of the
+        scores on the graph (:func:`local_max_batch`).
     random_state : int, RandomState instance or None, default=None
         Draws the random candidate subset and breaks ties between equal
         scores.
@@ -296,7 +300,9 @@ def uncertainty(
     return _select(score, learner, X_pool, n_instances, candidates, batch, random_state)
 
 
-def random_sampling(learner, X_pool, n_instances=1, *, candidates=None, random_state=None):
+def random_sampling(
+    learner, X_pool, n_instances=1, *, candidates=None, batch="topk", random_state=None
+):
     """Uniformly random unlabeled rows (the RAND baseline).
 
     Parameters
@@ -314,6 +320,10 @@ def random_sampling(learner, X_pool, n_instances=1, *, candidates=None, random_s
         drawn at random (int); or exactly these row indices of ``X_pool``
         (array; labeled rows among them are dropped). A random subset never
         has fewer than ``n_instances`` rows.
+    batch : {"topk", "greedy", "localmax"}, default="topk"
+        Accepted so that every strategy takes the same options; every mode
+        gives the same uniform sample without replacement (a random score
+        does not change when a row is labeled).
     random_state : int, RandomState instance or None, default=None
         Draws the candidate subset and the rows.
 
@@ -324,6 +334,8 @@ def random_sampling(learner, X_pool, n_instances=1, *, candidates=None, random_s
     scores : ndarray of shape (n_instances,)
         The random keys drawn (uniform on [0, 1), largest first).
     """
+    if batch not in BATCH_MODES:
+        raise ValueError(f"batch must be one of {BATCH_MODES}; got {batch!r}.")
     rng = check_random_state(random_state)
 
     def score(posterior, nodes):

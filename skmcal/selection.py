@@ -47,8 +47,15 @@ def fitted_classifier(learner) -> SpectralGraphClassifier:
 
     ``learner`` is the classifier or a modAL learner wrapping it (its
     ``estimator``). Raises ``TypeError`` for another estimator and
-    ``NotFittedError`` for an unfitted one.
+    ``NotFittedError`` for an unfitted one; committees are not supported.
     """
+    if hasattr(learner, "learner_list"):
+        raise TypeError(
+            f"modAL committees ({type(learner).__name__}) are not supported: the strategies "
+            f"of skmcal.query score one SpectralGraphClassifier's posterior. Pass a modAL "
+            f"ActiveLearner (or the classifier itself), or query each member of "
+            f"learner_list separately."
+        )
     clf = getattr(learner, "estimator", learner)
     if not isinstance(clf, SpectralGraphClassifier):
         raise TypeError(

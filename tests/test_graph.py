@@ -387,3 +387,168 @@ def test_graph_repr_is_a_one_line_summary():
         f"{graph.eigenvalues[-1]:.3g}], n_components={graph.n_components}, residual="
     )
     assert "\n" not in text and len(text) < 200
+
+
+# ------------------------------------------------------------ cache: one build per key
+def test_threads_fitting_on_one_node_set_build_the_graph_once(monkeypatch):
+    import threading
+    import time
+
+    from skmcal import GRAPH_CACHE, NodeSet, clear_graph_cache
+
+    rng = np.random.RandomState(0)
+    X = np.vstack([rng.randn(30, 2), rng.randn(30, 2) + 4.0])
+    nodes = NodeSet(X)
+    rows = np.array([0, 1, 30, 31])
+    calls = []
+    real_build = graph_module.build_graph
+
+    def slow_build(*args, **kwargs):
+        calls.append(threading.get_ident())
+        time.sleep(0.2)  # keeps the build open while the other threads arrive
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(graph_module, "build_graph", slow_build)
+    clear_graph_cache()
+    builds_before = GRAPH_CACHE.builds
+    start = threading.Barrier(4)
+    fitted, errors = [None] * 4, []
+
+    def fit(i):
+        try:
+            start.wait()
+            clf = SpectralGraphClassifier("gr", nodes=nodes, n_neighbors=5, n_eigs=6)
+            fitted[i] = clf.fit(X[rows], [0, 0, 1, 1])
+        except Exception as exc:  # noqa: BLE001 -- re-raised in the main thread below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=fit, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    assert len(calls) == 1
+    assert GRAPH_CACHE.builds - builds_before == 1
+    assert all(clf.graph_ is fitted[0].graph_ for clf in fitted)
+    clear_graph_cache()
+
+
+def test_a_failed_build_releases_its_key(monkeypatch):
+    from skmcal import NodeSet
+    from skmcal.graph import GraphCache
+
+    rng = np.random.RandomState(1)
+    nodes = NodeSet(rng.randn(40, 2))
+    params = GraphParams("gaussian", 5, 3, 1.0, 6, random_state=0)
+    real_build = graph_module.build_graph
+    monkeypatch.setattr(
+        graph_module, "build_graph", lambda *a, **k: (_ for _ in ()).throw(MemoryError("boom"))
+    )
+    cache = GraphCache()
+    with pytest.raises(MemoryError, match="boom"):
+        cache.get_or_build(nodes, params)
+    monkeypatch.setattr(graph_module, "build_graph", real_build)
+    graph = cache.get_or_build(nodes, params)
+    assert cache.get_or_build(nodes, params) is graph
+    assert cache.builds == 1 and not cache._key_locks
+
+
+# -------------------------------------------- many components: the true smallest eigenpairs
+def _many_components(n_components=15, size=40, seed=0):
+    """Block-diagonal kNN affinity: ``n_components`` separate random clouds."""
+    rng = np.random.RandomState(seed)
+    blocks = []
+    for _ in range(n_components):
+        A = kneighbors_graph(rng.randn(size, 3), 5, mode="distance")
+        A.data = np.exp(-(A.data**2))
+        blocks.append((A + A.T) * 0.5)
+    return sp.block_diag(blocks, format="csr")
+
+
+def _dense_laplacian_eigh(W):
+    d = np.asarray(W.sum(axis=1)).ravel()
+    L = np.eye(W.shape[0]) - W.toarray() / np.sqrt(np.outer(d, d))
+    return np.linalg.eigh(L)
+
+
+def _projector(V):
+    return V @ V.T
+
+
+@pytest.mark.parametrize("path", ["dense", "arpack"])
+@pytest.mark.parametrize("n_eigs", [10, 15, 25])
+def test_spectrum_on_a_graph_with_many_components_matches_a_dense_solver(
+    monkeypatch, path, n_eigs
+):
+    if path == "arpack":
+        monkeypatch.setattr(graph_module, "DENSE_EIGEN_MAX_NODES", 10)
+    W = _many_components()
+    eigenvalues, V, residual = laplacian_spectrum(W, n_eigs, random_state=0)
+    lam, U = _dense_laplacian_eigh(W)
+    np.testing.assert_allclose(eigenvalues, np.clip(lam[:n_eigs], 0, None), atol=1e-9)
+    assert residual < 1e-6
+    np.testing.assert_allclose(V.T @ V, np.eye(n_eigs), atol=1e-9)
+    n_null = min(15, n_eigs)
+    assert np.all(eigenvalues[:n_null] == 0.0)
+    # The null space (all 15 components when n_eigs allows) and, past it, the
+    # whole span (the dense eigenvalues have a gap after n_eigs there).
+    assert lam[14] < 1e-12 < 1e-3 < lam[15]
+    if n_eigs <= 15:
+        assert np.linalg.norm(U[:, 15:].T @ V) < 1e-9  # V lies in the null space
+    else:
+        np.testing.assert_allclose(_projector(V[:, :15]), _projector(U[:, :15]), atol=1e-9)
+        assert lam[n_eigs] - lam[n_eigs - 1] > 1e-3
+        np.testing.assert_allclose(_projector(V), _projector(U[:, :n_eigs]), atol=1e-7)
+
+
+def test_null_space_basis_is_one_weighted_indicator_per_component():
+    W = _many_components(n_components=4, size=10).tolil()
+    W = sp.block_diag([W, sp.csr_matrix((2, 2))], format="csr")  # two isolated nodes
+    N = graph_module.null_space_basis(W).toarray()
+    assert N.shape == (42, 4)
+    d = np.asarray(W.sum(axis=1)).ravel()
+    for c in range(4):
+        expected = np.zeros(42)
+        expected[10 * c : 10 * (c + 1)] = np.sqrt(d[10 * c : 10 * (c + 1)])
+        np.testing.assert_allclose(N[:, c], expected / np.linalg.norm(expected), rtol=1e-14)
+
+
+_DETERMINISM_SCRIPT = """
+import hashlib, sys
+import numpy as np
+from skmcal import SpectralGraphClassifier
+from skmcal import graph
+graph.DENSE_EIGEN_MAX_NODES = 50
+rng = np.random.RandomState(0)
+X = np.vstack([rng.randn(25, 4) + 6 * rng.randn(4) for _ in range(12)])
+X = np.vstack([X, X[:60]])  # duplicate rows
+y = np.full(X.shape[0], -1)
+y[[0, 1, 25, 26]] = [0, 0, 1, 1]
+for random_state in (0, None):
+    clf = SpectralGraphClassifier("gr", n_neighbors=6, n_eigs=20, random_state=random_state)
+    with np.errstate(all="ignore"):
+        import warnings
+        warnings.simplefilter("ignore")
+        clf.fit(X, y)
+    for a in (clf.eigenvalues_, clf.eigenvectors_, clf.transduction_, clf.predict_proba(X)):
+        sys.stdout.write(hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest() + "\\n")
+"""
+
+
+def test_identical_fits_in_two_processes_agree_bit_for_bit():
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _DETERMINISM_SCRIPT],
+            env=env, capture_output=True, text=True, check=True, timeout=300,
+        ).stdout
+        for _ in range(2)
+    ]  # fmt: skip
+    assert len(runs[0].split()) == 8
+    assert runs[0] == runs[1]

@@ -487,8 +487,8 @@ def test_bad_batch_and_measure_raise():
         model_change(clf, X, n_instances=2, batch="sequential")
     with pytest.raises(ValueError, match="measure must be one of"):
         uncertainty(clf, X, measure="variance")
-    with pytest.raises(TypeError):
-        random_sampling(clf, X, batch="greedy")
+    with pytest.raises(ValueError, match="batch must be one of"):
+        random_sampling(clf, X, batch="sequential")
 
 
 def test_non_spectral_learner_raises_type_error():
