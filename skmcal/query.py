@@ -39,7 +39,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import acquisition
 from .classifier import SpectralGraphClassifier
-from .graph import NodeSet
+from .graph import IdentityMemo, NodeSet
 from .modal_compat import patch_modal
 
 patch_modal()
@@ -62,15 +62,34 @@ def _classifier(learner) -> SpectralGraphClassifier:
     return clf
 
 
+#: Node of every row of the pools given as arrays, per node set (see :func:`_pool_nodes`).
+POOL_LOOKUPS = IdentityMemo()
+
+#: Distinct rows of each pool (see :func:`_pool_rows`), by the pool's node array.
+_POOL_ROWS = IdentityMemo()
+
+
 def _pool_nodes(clf: SpectralGraphClassifier, X_pool):
-    """Node of every row of ``X_pool``: of equal nodes, the first (one point, one node)."""
+    """Node of every row of ``X_pool``: of equal nodes, the first (one point, one node).
+
+    The result is read-only. For a NumPy array or CSR matrix it is remembered
+    (in :data:`POOL_LOOKUPS`) while the array lives and keeps its
+    :func:`~skmcal.graph.array_fingerprint`, so the same pool is looked up
+    once, not at every query.
+    """
     nodes = clf.node_set_
     if isinstance(X_pool, NodeSet):
         if X_pool is not nodes and X_pool.digest != nodes.digest:
             raise ValueError("X_pool is a NodeSet other than the classifier's nodes.")
         return nodes.first_equal
+    return POOL_LOOKUPS.get(X_pool, nodes.digest, lambda: _lookup_pool(nodes, X_pool))
+
+
+def _lookup_pool(nodes: NodeSet, X_pool):
     if hasattr(X_pool, "iloc") or not sp.issparse(X_pool):
-        X_pool = np.asarray(X_pool, dtype=np.float64)
+        X_pool = np.asarray(X_pool)
+        if X_pool.dtype not in (np.float32, np.float64):
+            X_pool = X_pool.astype(np.float64)
     if X_pool.ndim != 2:
         raise ValueError(f"X_pool must be 2-D (n_rows, n_features); got shape {X_pool.shape}.")
     index = nodes.lookup(X_pool)
@@ -81,35 +100,88 @@ def _pool_nodes(clf: SpectralGraphClassifier, X_pool):
             f"(first: row {missing[0]}). Query rows of the pool the classifier was "
             f"built on (its `nodes`)."
         )
+    index.flags.writeable = False
     return index
+
+
+def _pool_rows(pool_nodes):
+    """The first row of ``X_pool`` on each of its nodes, ascending, and those nodes sorted.
+
+    Computed once per pool (a read-only ``pool_nodes`` is remembered).
+    """
+
+    def compute():
+        rows = np.sort(np.unique(pool_nodes, return_index=True)[1])
+        return rows, np.sort(pool_nodes[rows])
+
+    if pool_nodes.flags.writeable:
+        return compute()
+    return _POOL_ROWS.get(pool_nodes, "rows", compute)
+
+
+def _contains(sorted_values, values):
+    """Whether each of ``values`` is in the ascending array ``sorted_values``."""
+    at = np.minimum(np.searchsorted(sorted_values, values), max(sorted_values.size - 1, 0))
+    return sorted_values[at] == values if sorted_values.size else np.zeros(values.size, bool)
+
+
+def _draw_distinct(rng, n_positions, size, rejected):
+    """``size`` distinct positions in ``[0, n_positions)``, uniform among those not ``rejected``.
+
+    Positions are drawn with replacement, rejected ones dropped, and the
+    first ``size`` distinct ones kept in the order drawn: a uniform random
+    subset, in time and memory of order ``size`` (the caller keeps ``size``
+    at most half of the eligible positions), never a permutation of all.
+    """
+    chosen = np.empty(0, dtype=np.intp)
+    while chosen.size < size:
+        draw = rng.randint(0, n_positions, size=int(1.25 * (size - chosen.size)) + 16)
+        draw = np.concatenate([chosen, draw[~rejected(draw)]])
+        first = np.sort(np.unique(draw, return_index=True)[1])
+        chosen = draw[first][:size]
+    return chosen
 
 
 def _candidate_rows(pool_nodes, labeled_nodes, candidates, n_instances, rng):
     """Rows of ``X_pool`` to score: unlabeled, one per node, then subsampled as asked.
 
     ``labeled_nodes`` are first nodes of their equal nodes, as ``pool_nodes``
-    are; of the rows of ``X_pool`` on one node, only the first is kept.
+    are; of the rows of ``X_pool`` on one node, only the first is kept. A
+    random subset (``candidates`` a float or an int) is drawn directly
+    (:func:`_draw_distinct`): its cost grows with its size, not with the pool.
     """
-    labeled = np.zeros(pool_nodes.max(initial=0) + 1, dtype=bool)
-    labeled[labeled_nodes[labeled_nodes < labeled.size]] = True
-    fresh = ~labeled[pool_nodes]
-    unlabeled = np.unique(pool_nodes[fresh], return_index=True)[1]
-    unlabeled = np.sort(np.flatnonzero(fresh)[unlabeled])
-    if candidates is None:
-        rows = unlabeled
-    elif isinstance(candidates, (Real, Integral)) and not isinstance(candidates, bool):
+    labeled = np.unique(labeled_nodes)
+    if isinstance(candidates, (Real, Integral)) and not isinstance(candidates, bool):
         if isinstance(candidates, Integral):
             if candidates < 1:
                 raise ValueError(f"candidates as an int must be >= 1; got {candidates}.")
-            size = min(int(candidates), unlabeled.size)
+        elif not 0 < candidates <= 1:
+            raise ValueError(
+                f"candidates as a float must be a fraction in (0, 1]; got {candidates}."
+            )
+        first_rows, pool_set = _pool_rows(pool_nodes)
+        n_fresh = first_rows.size - int(np.count_nonzero(_contains(pool_set, labeled)))
+        if isinstance(candidates, Integral):
+            size = min(int(candidates), n_fresh)
         else:
-            if not 0 < candidates <= 1:
-                raise ValueError(
-                    f"candidates as a float must be a fraction in (0, 1]; got {candidates}."
-                )
-            size = int(np.ceil(candidates * unlabeled.size))
-        size = min(max(size, n_instances), unlabeled.size)
-        rows = np.sort(rng.choice(unlabeled, size=size, replace=False))
+            size = int(np.ceil(candidates * n_fresh))
+        size = min(max(size, n_instances), n_fresh)
+
+        def is_labeled(positions):
+            return _contains(labeled, pool_nodes[first_rows[positions]])
+
+        if size == n_fresh:
+            rows = first_rows[~is_labeled(np.arange(first_rows.size))]
+        elif 2 * size <= n_fresh:
+            rows = np.sort(first_rows[_draw_distinct(rng, first_rows.size, size, is_labeled)])
+        else:  # draw the rows left out instead
+            left_out = _draw_distinct(rng, first_rows.size, n_fresh - size, is_labeled)
+            keep = ~is_labeled(np.arange(first_rows.size))
+            keep[left_out] = False
+            rows = first_rows[keep]
+    elif candidates is None:
+        first_rows, _ = _pool_rows(pool_nodes)
+        rows = first_rows[~_contains(labeled, pool_nodes[first_rows])]
     else:
         rows = np.asarray(candidates)
         if rows.ndim != 1 or rows.dtype.kind not in "iu":
@@ -122,7 +194,7 @@ def _candidate_rows(pool_nodes, labeled_nodes, candidates, n_instances, rng):
                 f"candidates holds row indices outside X_pool's {pool_nodes.size} rows."
             )
         rows = np.unique(rows % pool_nodes.size)
-        rows = rows[fresh[rows]]
+        rows = rows[~_contains(labeled, pool_nodes[rows])]
         rows = np.sort(rows[np.unique(pool_nodes[rows], return_index=True)[1]])
     if n_instances > rows.size:
         raise ValueError(
