@@ -884,7 +884,11 @@ def run_experiment(
     if not strategies:
         raise ValueError("strategies is empty; give at least one strategy.")
 
+    start = time.perf_counter()
     name, X, y, defaults = _resolve_dataset(dataset, n_samples, data_home)
+    logger.info(
+        "Data %s: %d x %d loaded in %.2f s.", name, *X.shape, time.perf_counter() - start
+    )
     pool = NodeSet(X)
     classes, codes = np.unique(np.asarray(y), return_inverse=True)
     codes = codes.astype(np.intp).reshape(-1)

@@ -1147,7 +1147,7 @@ def build_graph(data, params: GraphParams, first_equal=None, verbose=0) -> Spect
         data_scale=affinity.data_scale,
     )
     graph._data = data
-    logger.log(level, "Graph and spectrum of %d nodes: %.2f s.", W.shape[0], timer.total())
+    logger.log(level, "Graph of %d nodes built: %.2f s in all.", W.shape[0], timer.total())
     return graph
 
 
@@ -1298,14 +1298,17 @@ class GraphCache:
         -------
         SpectralGraph
         """
-        level = phase_level(verbose)
         cacheable = params.random_state is None or isinstance(
             params.random_state, (int, np.integer)
         )
         key = params.key(nodes.digest) if cacheable else None
         if keep and key is not None and key in self._store:
             self._store.move_to_end(key)
-            logger.log(level, "Graph of %d nodes: in the in-process cache.", nodes.n_nodes)
+            if verbose:  # not at DEBUG: a refit in a loop finds it at every fit
+                logger.log(
+                    phase_level(verbose), "Graph of %d nodes: in the in-process cache.",
+                    nodes.n_nodes,
+                )  # fmt: skip
             return self._store[key]
         memory = check_memory(memory) if key is not None else None
         if memory is None:
