@@ -4,7 +4,8 @@ Most modAL users pass arrays: ``SpectralGraphClassifier(nodes=X)`` and
 ``learner.query(X, ...)``. This script times one modAL iteration (query 5
 among a 10% candidate set with model change, then ``teach`` the 5 true labels)
 both ways on the same graph, median of ``--iterations`` after two warm-up
-iterations:
+iterations, the two learners taking turns (so the load of a shared machine
+weighs on both alike):
 
 * ``nodeset``: ``pool = NodeSet(X)``; ``nodes=pool``; ``learner.query(pool, ...)``
 * ``array``:   ``nodes=X``; ``learner.query(X, ...)``
@@ -40,7 +41,7 @@ def embeddings(n, d=64, n_classes=10, seed=0, latent=16, chunk=200_000):
     chunks, so the peak is the float32 result plus one chunk.
     """
     rng = np.random.default_rng(seed)
-    means = rng.normal(scale=1.1, size=(n_classes, latent))
+    means = rng.normal(scale=0.85, size=(n_classes, latent))
     lift = rng.normal(size=(latent, d)) / np.sqrt(latent)
     y = rng.integers(n_classes, size=n)
     X = np.empty((n, d), dtype=np.float32)
@@ -67,26 +68,27 @@ def initial(y, per_class=2, seed=0):
     )
 
 
-def iterate(clf, pool, X, y, init, iterations, seed):
-    """Median seconds of query and teach over ``iterations`` modAL iterations."""
-    from modAL.models import ActiveLearner
+def iterate(learners, X, y, iterations, seed):
+    """Median seconds of query and of teach per learner, the learners run in turns.
 
-    from skmcal.query import model_change
-
-    learner = ActiveLearner(
-        estimator=clf, query_strategy=model_change, X_training=X[init], y_training=y[init]
-    )
-    query, teach = [], []
+    ``learners`` maps a name to ``(learner, pool)``. Each iteration runs every
+    learner once, in an order that alternates, so that the load of a shared
+    machine weighs on all of them alike.
+    """
+    times = {name: ([], []) for name in learners}
+    names = list(learners)
     for it in range(iterations + 2):
-        t0 = time.perf_counter()
-        idx, _ = learner.query(pool, n_instances=5, candidates=0.1, random_state=seed + it)
-        t1 = time.perf_counter()
-        learner.teach(X[idx], y[idx])
-        t2 = time.perf_counter()
-        if it >= 2:
-            query.append(t1 - t0)
-            teach.append(t2 - t1)
-    return statistics.median(query), statistics.median(teach), learner
+        for name in names if it % 2 else names[::-1]:
+            learner, pool = learners[name]
+            t0 = time.perf_counter()
+            idx, _ = learner.query(pool, n_instances=5, candidates=0.1, random_state=seed + it)
+            t1 = time.perf_counter()
+            learner.teach(X[idx], y[idx])
+            t2 = time.perf_counter()
+            if it >= 2:
+                times[name][0].append(t1 - t0)
+                times[name][1].append(t2 - t1)
+    return {name: tuple(statistics.median(t) for t in times[name]) for name in names}
 
 
 def main(argv=None):
@@ -113,12 +115,23 @@ def main(argv=None):
         SpectralGraphClassifier(nodes=pool).fit(X[init], y[init])  # builds the shared graph
         print(f"N={n}: graph {time.perf_counter() - t0:.1f} s", flush=True)
         for loss in args.losses:
-            res = {}
+            from modAL.models import ActiveLearner
+
+            from skmcal.query import model_change
+
+            learners = {}
             for path in ("nodeset", "array"):
                 nodes = pool if path == "nodeset" else X
-                clf = SpectralGraphClassifier(loss, nodes=nodes)
-                res[path] = iterate(clf, nodes, X, y, init, args.iterations, seed=1)
-            (qn, tn, ln), (qa, ta, la) = res["nodeset"], res["array"]
+                learner = ActiveLearner(
+                    estimator=SpectralGraphClassifier(loss, nodes=nodes),
+                    query_strategy=model_change,
+                    X_training=X[init],
+                    y_training=y[init],
+                )
+                learners[path] = (learner, nodes)
+            res = iterate(learners, X, y, args.iterations, seed=1)
+            (qn, tn), (qa, ta) = res["nodeset"], res["array"]
+            ln, la = learners["nodeset"][0], learners["array"][0]
             same = np.array_equal(ln.estimator.labeled_nodes_, la.estimator.labeled_nodes_)
             ratio = (qa + ta) / (qn + tn)
             lines.append(
