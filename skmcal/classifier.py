@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import time
 import warnings
 from numbers import Integral, Real
 
@@ -23,9 +26,11 @@ from sklearn.utils.validation import (
 from .evidence import DEFAULT_GAMMAS, DEFAULT_TAUS, select_hyperparameters
 from .fitting import fit_posterior, posterior_around
 from .fullgraph import fit_full_graph
-from .graph import GRAPH_CACHE, GraphParams, NodeSet, build_graph, node_set
+from .graph import GRAPH_CACHE, NODE_DTYPES, GraphParams, NodeSet, node_set, phase_level
 from .losses import LOSSES
 from .poisson import poisson_learning
+
+logger = logging.getLogger(__name__)
 
 #: The ``(tau, gamma)`` of the paper's experiments per loss (binary: tau=0.001,
 #: gamma=0.5; MGR: tau=0.005, gamma=0.1; CE: tau=0.005, gamma=0.5). Not the
@@ -219,7 +224,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         loop, where ``teach()`` refits). The objective is strictly convex, so
         the optimum is the same either way; only the iteration count changes.
     cache : bool, default=True
-        Share graphs through :data:`skmcal.graph.GRAPH_CACHE`.
+        Share graphs through the in-process cache
+        :data:`skmcal.graph.GRAPH_CACHE` (see Notes).
     n_jobs : int or None, default=None
         Parallel jobs of the default neighbour search (None: 1), and threads
         that score pieces of ce candidates in the query strategies (None:
@@ -234,6 +240,22 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         convention) and None are accepted too, and so is a string. It cannot
         also be a class label: with classes -1 and +1, pass
         ``missing_label=np.nan`` (or None) and mark the unlabeled rows with it.
+    memory : None, str, path-like or joblib.Memory, default=None
+        A disk cache of graphs (scikit-learn's ``Pipeline`` convention): a
+        folder, or a ``joblib.Memory``. The graph and its spectrum (weights,
+        eigenpairs, scales; not the neighbour index, fitted again on the
+        nodes only if a new point must be placed on the graph) are stored
+        there under the key of the in-process cache, and every process that
+        needs the same graph later, or at the same time (the workers of
+        ``GridSearchCV(n_jobs=2)``, a later run), loads it, with its arrays
+        memory-mapped (read-only, shared) when ``memory`` is a folder,
+        instead of building it. None: no disk cache.
+    verbose : int, default=0
+        0: silent. 1 or more: ``fit`` logs each phase with its time (node
+        hashing and row look-up, equal rows, kNN search, weights, spectrum,
+        or where the graph came from, and the model fit) at INFO on the
+        logger ``skmcal`` (see :func:`skmcal.graph.phase_level`: with
+        logging not configured, the messages go to standard error).
 
     Attributes
     ----------
@@ -279,7 +301,12 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     or ``gamma``. Graphs are kept in a small least-recently-used cache keyed
     by a hash of the node data plus those parameters, so refitting with new
     labels, clones, and ``GridSearchCV`` over ``loss``/``tau``/``gamma`` on a
-    fixed ``nodes`` reuse it. ``skmcal.clear_graph_cache()`` empties it.
+    fixed ``nodes`` reuse it. ``skmcal.GRAPH_CACHE`` is that cache:
+    ``GRAPH_CACHE.info()`` lists the graphs held with their size,
+    ``GRAPH_CACHE.maxsize`` sets how many are kept (4; 0 keeps none),
+    ``skmcal.clear_graph_cache()`` empties it. ``memory`` adds a cache on disk
+    under the same key, shared by processes. ``nodes=X`` with an array is
+    hashed once while that array lives (see :func:`skmcal.graph.node_set`).
 
     **Prediction.** Rows equal to a node get that node's latent values.
     Other rows get the weighted average of the latent values of their
@@ -374,6 +401,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         "n_jobs": [None, Integral],
         "random_state": ["random_state"],
         "missing_label": [None, Real, str],
+        "memory": [None, str, os.PathLike, HasMethods(["cache"])],
+        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -397,6 +426,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         n_jobs=None,
         random_state=None,
         missing_label=UNLABELED,
+        memory=None,
+        verbose=0,
     ):
         self.loss = loss
         self.model = model
@@ -416,6 +447,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.missing_label = missing_label
+        self.memory = memory
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -502,7 +535,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     def _resolve_nodes(self, X):
         """The node set and the node index of every row of ``X``."""
         if self.nodes is None:
-            nodes = NodeSet(X)
+            nodes = node_set(X)
             return nodes, np.arange(X.shape[0])
         nodes = node_set(self.nodes)
         if nodes.n_features != X.shape[1]:
@@ -534,7 +567,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         self : SpectralGraphClassifier
             The fitted estimator.
         """
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
+        X = validate_data(self, X, accept_sparse="csr", dtype=list(NODE_DTYPES))
         _check_tau_gamma(self.loss, *self._tau_gamma())
         # y may hold NaN or None as its unlabeled marker: checked here, not by validate_data.
         y = column_or_1d(y, warn=True)
@@ -582,12 +615,15 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 f"y has {classes.size} classes {classes.tolist()}; use loss='mgr' or "
                 f"loss='ce' for multiclass data."
             )
+        level, start = phase_level(self.verbose), time.perf_counter()
         nodes, node_index = self._resolve_nodes(X)
+        logger.log(
+            level, "Nodes (%d x %d %s) and the %d rows of X among them: %.2f s.",
+            *nodes.data.shape, nodes.data.dtype, X.shape[0], time.perf_counter() - start,
+        )  # fmt: skip
         params = self._graph_params(nodes.n_nodes)
-        graph = (
-            GRAPH_CACHE.get_or_build(nodes, params)
-            if self.cache
-            else build_graph(nodes.data, params)
+        graph = GRAPH_CACHE.get_or_build(
+            nodes, params, memory=self.memory, verbose=self.verbose, keep=self.cache
         )
         labeled_nodes, codes = self._distinct_labels(
             node_index, labeled, np.searchsorted(classes, labels), classes, nodes
@@ -598,12 +634,18 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             self.tau, self.gamma,
         )  # fmt: skip
         warm = self.warm_start and getattr(self, "_fit_signature", None) == signature
+        start = time.perf_counter()
         tau, gamma = self._select_hyperparameters(
             loss, graph, labeled_nodes, codes, classes.size, warm
         )
         posterior = self._fit_model(
             loss, graph, labeled_nodes, codes, classes.size, tau, gamma,
             self.posterior_ if warm else None,
+        )  # fmt: skip
+        logger.log(
+            level, "Model fit (%s, loss=%s, %d labeled nodes): %d iterations, %.2f s.",
+            self.model, self.loss, labeled_nodes.size, posterior.n_iter,
+            time.perf_counter() - start,
         )  # fmt: skip
 
         self.classes_ = classes

@@ -22,6 +22,8 @@ minutes on two cores).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import math
 import sys
 import tempfile
@@ -79,6 +81,31 @@ def _dataset(text):
     )
 
 
+#: Loggers whose messages the command line shows as phase reports: data
+#: loading, node hashing, the graph phases (kNN, weights, spectrum), resuming.
+PHASE_LOGGERS = ("skmcal.experiment", "skmcal.graph")
+
+
+@contextlib.contextmanager
+def _phase_reports(enabled: bool):
+    """Print the phases of the run with their times to standard error, while it lasts."""
+    if not enabled:
+        yield
+        return
+    package = logging.getLogger("skmcal")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("[skmcal] %(message)s"))
+    handler.addFilter(lambda record: record.name in PHASE_LOGGERS)
+    level = package.level
+    package.addHandler(handler)
+    package.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        package.removeHandler(handler)
+        package.setLevel(level)
+
+
 def format_summary(summary: pd.DataFrame) -> str:
     """The table printed at the end of a run.
 
@@ -120,7 +147,12 @@ def _add_loop_options(parser, *, iterations, trials):
     )
     parser.add_argument("--trials", type=int, default=trials, help=f"independent trials ({trials})")
     parser.add_argument("--seed", type=int, default=0, help="random seed (0)")
-    parser.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="do not show the progress bar, nor the times of the data, graph and spectrum "
+        "phases (on standard error)",
+    )
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -311,6 +343,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(args) -> int:
+    with _phase_reports(not args.no_progress):
+        return _run(args)
+
+
+def _run(args) -> int:
     progress = not args.no_progress
     if args.command == "demo":
         out = args.out or Path(tempfile.mkdtemp(prefix="skmcal-demo-"))

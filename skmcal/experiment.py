@@ -784,7 +784,11 @@ class _Data:
 
     @classmethod
     def load(cls, dataset, n_samples, data_home) -> _Data:
+        start = time.perf_counter()
         name, X, y, defaults = _resolve_dataset(dataset, n_samples, data_home)
+        logger.info(
+            "Data %s: %d x %d loaded in %.2f s.", name, *X.shape, time.perf_counter() - start
+        )
         pool = NodeSet(X)
         classes, codes = np.unique(np.asarray(y), return_inverse=True)
         codes = codes.astype(np.intp).reshape(-1)

@@ -12,8 +12,12 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import logging
+import os
 import threading
+import time
 import warnings
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
@@ -52,33 +56,88 @@ EXTRAPOLATION_MIN_WEIGHT = 1e-8
 
 _HASH_SEED = 20211201
 
+logger = logging.getLogger(__name__)
 
-def _as_node_array(X):
-    """Validate node data: finite float64, dense C-contiguous or canonical CSR."""
+
+def phase_level(verbose) -> int:
+    """The logging level of progress messages: INFO when ``verbose``, DEBUG otherwise.
+
+    With ``verbose`` set, the logger ``"skmcal"`` is made to show them when
+    logging is not configured: its level is set to INFO if it has none, and a
+    handler writing to standard error is added if no logger on its path has
+    one. A level or handlers configured by the user are left alone.
+    """
+    if not verbose:
+        return logging.DEBUG
+    package = logging.getLogger("skmcal")
+    if package.level == logging.NOTSET:
+        package.setLevel(logging.INFO)
+    if not package.hasHandlers():
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("[skmcal] %(message)s"))
+        package.addHandler(handler)
+    return logging.INFO
+
+
+class _Timer:
+    """Seconds since it was made (or last read) and the total."""
+
+    def __init__(self):
+        self.start = self.last = time.perf_counter()
+
+    def lap(self) -> float:
+        now = time.perf_counter()
+        seconds, self.last = now - self.last, now
+        return seconds
+
+    def total(self) -> float:
+        return time.perf_counter() - self.start
+
+
+#: The dtypes node data keep; any other (integers, float16, ...) becomes float64.
+NODE_DTYPES = (np.float64, np.float32)
+
+
+def _as_node_array(X, copy=True):
+    """Validate node data: finite float64 or float32, dense C-contiguous or canonical CSR.
+
+    float32 stays float32 (no float64 copy): hashing, equal-row search and the
+    kNN search read it as it is, and every distance the graph uses is
+    converted to float64 before any weight is computed.
+    """
     X = check_array(
         X,
         accept_sparse="csr",
-        dtype=np.float64,
+        dtype=list(NODE_DTYPES),
+        order="C",
         ensure_all_finite=True,
-        copy=True,
+        copy=copy,
         input_name="nodes",
     )
-    if sp.issparse(X):
+    if sp.issparse(X) and not X.has_canonical_format:
+        if not copy:
+            X = X.copy()
         X.sum_duplicates()
         X.sort_indices()
-    else:
-        X = np.ascontiguousarray(X)
     return X
 
 
 def _exact_row_hash(X):
-    """A 64-bit hash of each row's values, equal for equal rows (``-0.0 == 0.0``)."""
+    """A 64-bit hash of each row's values, equal for equal rows (``-0.0 == 0.0``).
+
+    float32 rows are hashed through the bits of their float32 values (no
+    float64 copy of the data); the hash is then only comparable between
+    arrays of one dtype, which is all :func:`first_equal_rows` needs.
+    """
     n, d = X.shape
     rng = np.random.RandomState(_HASH_SEED)
     mult = rng.randint(1, 2**62, size=d, dtype=np.int64).astype(np.uint64) * np.uint64(2) + 1
+    values = X.data if sp.issparse(X) else X
+    bits = np.uint32 if values.dtype == np.float32 else np.uint64
+    if values.dtype not in (np.float32, np.float64):
+        values = values.astype(np.float64)
     if sp.issparse(X):
-        values = np.ascontiguousarray(X.data, dtype=np.float64) + 0.0
-        terms = values.view(np.uint64) * mult[X.indices]
+        terms = (values + values.dtype.type(0)).view(bits).astype(np.uint64) * mult[X.indices]
         out = np.zeros(n, dtype=np.uint64)
         nonempty = np.diff(X.indptr) > 0
         if terms.size:
@@ -87,8 +146,8 @@ def _exact_row_hash(X):
     out = np.empty(n, dtype=np.uint64)
     chunk = max(1, 2**22 // max(1, d))
     for start in range(0, n, chunk):
-        bits = (X[start : start + chunk] + 0.0).view(np.uint64)
-        out[start : start + chunk] = (bits * mult).sum(axis=1, dtype=np.uint64)
+        block = (values[start : start + chunk] + values.dtype.type(0)).view(bits)
+        out[start : start + chunk] = (block.astype(np.uint64) * mult).sum(axis=1, dtype=np.uint64)
     return out
 
 
@@ -112,7 +171,7 @@ def first_equal_rows(X) -> np.ndarray:
     Parameters
     ----------
     X : ndarray or scipy.sparse.csr_matrix of shape (n_rows, n_features)
-        Finite float64 data, as held by a :class:`NodeSet`.
+        Finite float64 or float32 data, as held by a :class:`NodeSet`.
 
     Returns
     -------
@@ -161,8 +220,21 @@ class NodeSet:
     Parameters
     ----------
     X : array-like or sparse matrix of shape (n_nodes, n_features)
-        The node data. It is copied once, to float64, and made read-only.
-        With ``kernel="precomputed"`` it is the square affinity matrix.
+        The node data, kept as float64 or float32 (any other dtype becomes
+        float64), C-contiguous (or canonical CSR) and read-only. float32 is
+        not widened: hashing, look-ups and the kNN search read it as it is,
+        and every kNN distance is converted to float64 before the weights
+        are computed (so the graph is that of the float32 values, computed in
+        double precision; the node set of ``X.astype(np.float64)`` is another
+        node set, with another digest). With ``kernel="precomputed"`` it is
+        the square affinity matrix.
+    copy : bool, default=True
+        Copy the data (once; never to a wider dtype). False: use ``X``
+        itself when it is already a C-contiguous float64 or float32 array (or
+        a canonical CSR matrix of those), and make it read-only in place
+        (``X.flags.writeable = False``) so that it cannot change under the
+        graph cache; this saves one copy of the data (2.6 GB for 10 million
+        rows of 64 float32). Other inputs are copied anyway.
 
     Attributes
     ----------
@@ -183,14 +255,19 @@ class NodeSet:
     array([ 2, -1])
     """
 
-    def __init__(self, X):
-        self.data = _as_node_array(X)
+    def __init__(self, X, *, copy: bool = True):
+        start = time.perf_counter()
+        self.data = _as_node_array(X, copy=copy)
         if sp.issparse(self.data):
             for part in (self.data.data, self.data.indices, self.data.indptr):
                 part.flags.writeable = False
         else:
             self.data.flags.writeable = False
         self.digest = self._hash(self.data)
+        logger.debug(
+            "NodeSet of %d x %d %s: validated and hashed in %.2f s.",
+            *self.data.shape, self.data.dtype, time.perf_counter() - start,
+        )  # fmt: skip
         self._index = None
         self.source = self.transformer = None
         self._first_equal = None
@@ -198,7 +275,9 @@ class NodeSet:
     @staticmethod
     def _hash(X):
         h = hashlib.blake2b(digest_size=20)
-        h.update(repr((type(X).__name__, X.shape)).encode())
+        # float64 data keep the digests of earlier versions (experiment configs record them).
+        dtype = () if X.dtype == np.float64 else (X.dtype.str,)
+        h.update(repr((type(X).__name__, X.shape, *dtype)).encode())
         parts = (X.data, X.indices, X.indptr) if sp.issparse(X) else (X,)
         for part in parts:
             h.update(np.ascontiguousarray(part).view(np.uint8).data)
@@ -358,9 +437,132 @@ class NodeSet:
         return result
 
 
+#: Arrays of at most this many values are hashed whole by :func:`array_fingerprint`.
+FINGERPRINT_FULL_MAX_VALUES = 2**16
+
+#: Larger arrays are hashed on evenly spaced rows holding about this many values
+#: (at least 64 rows, all of them if fewer).
+FINGERPRINT_SAMPLE_VALUES = 2**14
+
+
+def array_fingerprint(X) -> str | None:
+    """A cheap summary of a NumPy array or CSR matrix: its identity and a sample of its values.
+
+    It holds the type, shape, dtype, strides and memory address of every
+    array of ``X`` (a CSR matrix's ``data``, ``indices`` and ``indptr``), and
+    a hash of its values: all of them for arrays of at most
+    :data:`FINGERPRINT_FULL_MAX_VALUES` values, otherwise those of evenly
+    spaced rows (about :data:`FINGERPRINT_SAMPLE_VALUES` values, at least 64
+    rows). It costs well under a millisecond at any size.
+
+    An array replaced by another, reshaped, re-typed or edited in a sampled
+    row gets another fingerprint; an edit in place of an unsampled row of a
+    large array does not: pass a new array (or a :class:`NodeSet`) after such
+    an edit. This is the guarantee of every look-up that skmcal remembers by
+    identity (:func:`node_set`, the pool of the query strategies).
+
+    Parameters
+    ----------
+    X : object
+        Anything; only NumPy arrays and CSR matrices get a fingerprint.
+
+    Returns
+    -------
+    str or None
+        None for other objects (never remembered).
+    """
+    if isinstance(X, np.ndarray):
+        parts = (X,)
+    elif sp.issparse(X) and X.format == "csr":
+        parts = (X.data, X.indices, X.indptr)
+    else:
+        return None
+    h = hashlib.blake2b(digest_size=16)
+    meta = [type(X).__name__, X.shape]
+    for a in parts:
+        meta.append((a.dtype.str, a.shape, a.strides, a.__array_interface__["data"][0]))
+        if a.size > FINGERPRINT_FULL_MAX_VALUES and a.ndim:
+            per_row = max(1, a.size // max(1, a.shape[0]))
+            n_rows = min(a.shape[0], max(64, FINGERPRINT_SAMPLE_VALUES // per_row))
+            a = a[np.linspace(0, a.shape[0] - 1, n_rows).astype(np.intp)]
+        h.update(np.ascontiguousarray(a).tobytes())
+    h.update(repr(meta).encode())
+    return h.hexdigest()
+
+
+class IdentityMemo:
+    """Values computed from arrays, remembered while the array lives and is unchanged.
+
+    An entry is found again for the same object (by identity, checked
+    through a weak reference) with the same :func:`array_fingerprint`; it is
+    dropped when the object is garbage collected, or when more than
+    ``maxsize`` entries are held (least recently used first). The memo never
+    keeps an array alive. Objects without a fingerprint (lists, DataFrames)
+    are computed every time.
+
+    Parameters
+    ----------
+    maxsize : int, default=4
+        Entries kept.
+    """
+
+    def __init__(self, maxsize: int = 4):
+        self.maxsize = maxsize
+        self._store: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, obj, key, compute):
+        """``compute()``, or the value remembered for ``(obj, key)``."""
+        fingerprint = array_fingerprint(obj)
+        if fingerprint is None or self.maxsize <= 0:
+            return compute()
+        slot = (id(obj), key)
+        with self._lock:
+            entry = self._store.get(slot)
+            if entry is not None and entry[0]() is obj and entry[1] == fingerprint:
+                self._store.move_to_end(slot)
+                return entry[2]
+        value = compute()
+        ref = weakref.ref(obj, functools.partial(self._forget, slot))
+        with self._lock:
+            self._store[slot] = (ref, fingerprint, value)
+            self._store.move_to_end(slot)
+            while len(self._store) > self.maxsize:
+                self._store.popitem(last=False)
+        return value
+
+    def _forget(self, slot, ref):
+        with self._lock:
+            entry = self._store.get(slot)
+            if entry is not None and entry[0] is ref:
+                del self._store[slot]
+
+    def clear(self):
+        """Forget every entry."""
+        with self._lock:
+            self._store.clear()
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+
+#: The node sets of the arrays given as ``nodes``: an unchanged array is never rehashed.
+NODE_SETS = IdentityMemo()
+
+
 def node_set(nodes) -> NodeSet:
-    """Return ``nodes`` as a :class:`NodeSet` (unchanged if it already is one)."""
-    return nodes if isinstance(nodes, NodeSet) else NodeSet(nodes)
+    """Return ``nodes`` as a :class:`NodeSet` (unchanged if it already is one).
+
+    The node set of a NumPy array or CSR matrix is remembered (in
+    :data:`NODE_SETS`) while that array lives and keeps its
+    :func:`array_fingerprint`: an estimator with ``nodes=X`` refitted in an
+    active-learning loop hashes ``X`` once, not at every fit. An array edited
+    in place must be passed anew (a copy) for the edit to be seen, unless it
+    is small (see :func:`array_fingerprint`).
+    """
+    if isinstance(nodes, NodeSet):
+        return nodes
+    return NODE_SETS.get(nodes, "nodes", lambda: NodeSet(nodes))
 
 
 @dataclass(frozen=True)
@@ -422,7 +624,9 @@ class SpectralGraph:
         units of the data; None for the other kernels.
     index : object
         The fitted neighbour search over the distinct points (None for
-        ``kernel="precomputed"``).
+        ``kernel="precomputed"``). A graph loaded from a ``memory`` cache on
+        disk has none until a new point needs it: :meth:`neighbor_index`
+        then fits it again on the nodes.
     component_labels : ndarray of shape (n_nodes,)
         The connected component of each node, ``0`` to ``n_components - 1``.
     point_nodes : ndarray of shape (n_points,) or None
@@ -449,10 +653,39 @@ class SpectralGraph:
     node_points: np.ndarray | None = field(default=None, repr=False)
     data_scale: float = 1.0
 
+    #: The node data the graph was built on (not stored with the graph on disk).
+    _data = None
+
     @property
     def n_nodes(self) -> int:
         """Number of nodes."""
         return self.eigenvectors.shape[0]
+
+    def neighbor_index(self):
+        """The fitted neighbour search over the distinct points, fitted now if missing.
+
+        A graph loaded from a ``memory`` cache leaves its index behind (it may
+        not pickle, and it holds the data again); it is fitted again here, on
+        the nodes, the first time a new point is placed on the graph. With
+        approximate neighbours (a ``neighbors`` transformer) the refitted
+        index is an equivalent one, not the same object: new points may get
+        slightly different neighbours than from the index of the first build.
+        """
+        if self.index is None and self.params.kernel != "precomputed":
+            if self._data is None:
+                raise ValueError(
+                    "This graph has no neighbour index and no node data to fit one on."
+                )
+            points = self._data if self.point_nodes is None else self._data[self.point_nodes]
+            if self.data_scale != 1.0:
+                points = points * self.data_scale
+            start = time.perf_counter()
+            self.index = _new_index(self.params, points).fit(points)
+            logger.debug(
+                "Neighbour index over %d points fitted again: %.2f s.",
+                points.shape[0], time.perf_counter() - start,
+            )  # fmt: skip
+        return self.index
 
     def __repr__(self) -> str:
         p, lam = self.params, self.eigenvalues
@@ -533,7 +766,7 @@ class SpectralGraph:
         if self.data_scale != 1.0:
             X = X * self.data_scale
         n_query = max(p.n_neighbors, p.scale_neighbor if p.kernel == "gaussian" else 0)
-        dist, ind = _query_neighbors(self.index, X, n_query)
+        dist, ind = _query_neighbors(self.neighbor_index(), X, n_query)
         k, n = p.n_neighbors, X.shape[0]
         point_scales = None
         if self.scales is not None:
@@ -583,26 +816,34 @@ def _inverse_sqrt(d):
     return out
 
 
+def _new_index(params: GraphParams, data):
+    """An unfitted neighbour search for ``data``: a clone of ``neighbors``, or exact."""
+    if params.neighbors is not None:
+        try:
+            return clone(params.neighbors)
+        except TypeError:
+            return copy.deepcopy(params.neighbors)
+    metric = "cosine" if params.kernel == "cosine" else "euclidean"
+    algorithm = "brute" if metric == "cosine" or sp.issparse(data) else "auto"
+    return NearestNeighbors(metric=metric, algorithm=algorithm, n_jobs=params.n_jobs)
+
+
 def _node_neighbors(params: GraphParams, data, k):
     """Fit the neighbour index on the nodes; the ``k`` nearest other nodes of each.
 
     A ``KNeighborsTransformer``-like object is fitted with ``fit_transform``,
     whose graph already holds every node's neighbours (no second search).
     """
+    index = _new_index(params, data)
     if params.neighbors is not None:
-        try:
-            index = clone(params.neighbors)
-        except TypeError:
-            index = copy.deepcopy(params.neighbors)
         if hasattr(index, "fit_transform"):
             graph = index.fit_transform(data)
         else:
             graph = index.fit(data).transform(data)
         return index, *_neighbors_from_graph(graph, k, exclude_self=True, source=index)
-    metric = "cosine" if params.kernel == "cosine" else "euclidean"
-    algorithm = "brute" if metric == "cosine" or sp.issparse(data) else "auto"
-    index = NearestNeighbors(metric=metric, algorithm=algorithm, n_jobs=params.n_jobs).fit(data)
-    return index, *index.kneighbors(None, n_neighbors=k)
+    index.fit(data)
+    dist, ind = index.kneighbors(None, n_neighbors=k)
+    return index, dist.astype(np.float64, copy=False), ind
 
 
 def _query_neighbors(index, X, k):
@@ -613,7 +854,8 @@ def _query_neighbors(index, X, k):
     sparse distance graph).
     """
     if isinstance(index, NearestNeighbors):
-        return index.kneighbors(X, n_neighbors=k)
+        dist, ind = index.kneighbors(X, n_neighbors=k)
+        return dist.astype(np.float64, copy=False), ind
     return _neighbors_from_graph(index.transform(X), k, exclude_self=False, source=index)
 
 
@@ -637,7 +879,7 @@ def _neighbors_from_graph(graph, k, *, exclude_self, source):
     order = np.lexsort((dist, rows))
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     take = order[(starts[:, None] + np.arange(k)).ravel()]
-    return dist[take].reshape(-1, k), cols[take].reshape(-1, k)
+    return dist[take].reshape(-1, k).astype(np.float64), cols[take].reshape(-1, k)
 
 
 def _local_scales(params: GraphParams, dist):
@@ -743,7 +985,7 @@ def _distinct_points(params: GraphParams, data, first=None):
     return data[point_nodes], point_nodes, position[first], params
 
 
-def _affinity(params: GraphParams, data, first_equal=None) -> _Affinity:
+def _affinity(params: GraphParams, data, first_equal=None, level=logging.DEBUG) -> _Affinity:
     """Symmetric affinity ``W`` of the node data, with its scales and neighbour index.
 
     Equal nodes are one point: the kNN search runs over the distinct points
@@ -753,7 +995,7 @@ def _affinity(params: GraphParams, data, first_equal=None) -> _Affinity:
     at distance 0) and each joined to every copy of the point's neighbours.
     """
     if params.kernel == "precomputed":
-        W = sp.csr_matrix(data)
+        W = sp.csr_matrix(data, dtype=np.float64)
         if W.shape[0] != W.shape[1]:
             raise ValueError(
                 f"With kernel='precomputed' the nodes must form a square affinity "
@@ -770,7 +1012,12 @@ def _affinity(params: GraphParams, data, first_equal=None) -> _Affinity:
     if data_scale != 1.0:
         points = points * data_scale
     n_query = max(params.n_neighbors, params.scale_neighbor if params.kernel == "gaussian" else 0)
+    timer = _Timer()
     index, dist, ind = _node_neighbors(params, points, n_query)
+    logger.log(
+        level, "kNN search (%s, %d neighbours) over %d points: %.2f s.",
+        type(index).__name__, n_query, points.shape[0], timer.lap(),
+    )  # fmt: skip
     scales = _local_scales(params, dist) if params.kernel == "gaussian" else None
     weights = _kernel_weights(params, dist, ind, scales, scales)
     m = points.shape[0]
@@ -786,6 +1033,7 @@ def _affinity(params: GraphParams, data, first_equal=None) -> _Affinity:
             scales = scales[node_points]
     if scales is not None and data_scale != 1.0:
         scales = scales / data_scale
+    logger.log(level, "Kernel weights, W with %d entries: %.2f s.", W.nnz, timer.lap())
     return _Affinity(W, params, scales, index, point_nodes, node_points, data_scale)
 
 
@@ -894,12 +1142,21 @@ def laplacian_spectrum(W, n_eigs, random_state=None):
     return eigenvalues, V, residual
 
 
-def build_graph(data, params: GraphParams, first_equal=None) -> SpectralGraph:
+def build_graph(data, params: GraphParams, first_equal=None, verbose=0) -> SpectralGraph:
     """Build the graph of ``params`` over the node data and its spectrum.
 
     ``first_equal``, if known, is :func:`first_equal_rows` of the data.
+    Each phase (equal rows, kNN search, weights, components, spectrum) is
+    logged with its time on the logger ``skmcal.graph``: at INFO with
+    ``verbose``, at DEBUG otherwise (see :func:`phase_level`).
     """
-    affinity = _affinity(params, data, first_equal)
+    level = phase_level(verbose)
+    timer = _Timer()
+    if first_equal is None and params.kernel != "precomputed":
+        first_equal = first_equal_rows(data)
+        logger.log(level, "Equal rows among %d nodes: %.2f s.", data.shape[0], timer.lap())
+    affinity = _affinity(params, data, first_equal, level)
+    timer.lap()
     W, params = affinity.W, affinity.params
     degrees = np.asarray(W.sum(axis=1)).ravel()
     isolated = int(np.sum(degrees <= 0))
@@ -921,7 +1178,12 @@ def build_graph(data, params: GraphParams, first_equal=None) -> SpectralGraph:
             UserWarning,
             stacklevel=3,
         )
+    logger.log(level, "Connected components (%d): %.2f s.", n_components, timer.lap())
     eigenvalues, V, residual = laplacian_spectrum(W, params.n_eigs, params.random_state)
+    logger.log(
+        level, "Spectrum: %d eigenpairs of %d nodes, residual %.1e: %.2f s.",
+        params.n_eigs, W.shape[0], residual, timer.lap(),
+    )  # fmt: skip
     if residual > EIGEN_RESIDUAL_TOL:
         warnings.warn(
             f"The computed eigenpairs have residual {residual:.2e} "
@@ -935,7 +1197,7 @@ def build_graph(data, params: GraphParams, first_equal=None) -> SpectralGraph:
     ]
     for arr in (eigenvalues, V, degrees, component_labels, *extras):
         arr.flags.writeable = False
-    return SpectralGraph(
+    graph = SpectralGraph(
         params=params,
         weights=W,
         degrees=degrees,
@@ -950,6 +1212,95 @@ def build_graph(data, params: GraphParams, first_equal=None) -> SpectralGraph:
         node_points=affinity.node_points,
         data_scale=affinity.data_scale,
     )
+    graph._data = data
+    logger.log(level, "Graph of %d nodes built: %.2f s in all.", W.shape[0], timer.total())
+    return graph
+
+
+def check_memory(memory):
+    """``memory`` as a ``joblib.Memory``-like object, or None for no disk cache.
+
+    Parameters
+    ----------
+    memory : None, str, path-like or object with a ``cache`` method
+        None: no disk cache. A folder: ``joblib.Memory(folder,
+        mmap_mode="r")``, whose arrays are loaded memory-mapped (read-only,
+        shared by every process that loads them). An object with ``cache``
+        (a ``joblib.Memory``) is used as it is.
+
+    Returns
+    -------
+    joblib.Memory-like or None
+    """
+    if memory is None:
+        return None
+    if isinstance(memory, (str, os.PathLike)):
+        return joblib.Memory(os.fspath(memory), mmap_mode="r", verbose=0)
+    if not callable(getattr(memory, "cache", None)):
+        raise ValueError(
+            f"memory must be None, a folder or an object with a 'cache' method such as "
+            f"joblib.Memory; got {memory!r}."
+        )
+    return memory
+
+
+def _stored_graph(key, version, build):
+    """The graph of ``key`` (``build`` is no part of the key), for a ``memory`` with no folder."""
+    return build()
+
+
+class _DiskStore:
+    """Graphs in a folder: one ``joblib.dump`` file per key, written whole or not at all.
+
+    ``<location>/skmcal/graphs/<hash of the key>.pkl``, loaded with
+    ``mmap_mode``. A file lock per key (POSIX ``flock``) makes processes that
+    need the same graph at once (the workers of ``GridSearchCV(n_jobs=2)``)
+    wait for the first to build and store it, then load it; where ``flock``
+    is missing (Windows) they may each build it. A file is written under
+    another name and renamed, so a reader never sees half of one.
+    """
+
+    def __init__(self, location, mmap_mode):
+        self.folder = os.path.join(os.fspath(location), "skmcal", "graphs")
+        self.mmap_mode = mmap_mode
+
+    def get_or_put(self, key, build):
+        name = joblib.hash(key)
+        path = os.path.join(self.folder, name + ".pkl")
+        os.makedirs(self.folder, exist_ok=True)
+        with _FileLock(os.path.join(self.folder, name + ".lock")):
+            if os.path.exists(path):
+                return joblib.load(path, mmap_mode=self.mmap_mode)
+            graph = build()
+            partial = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+            joblib.dump(graph, partial)
+            os.replace(partial, path)
+            return graph
+
+
+class _FileLock:
+    """An exclusive lock on a file (POSIX ``flock``; no lock where it is missing)."""
+
+    def __init__(self, path):
+        self.path = path
+        self._fd = None
+
+    def __enter__(self):
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            return self
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        if self._fd is not None:
+            import fcntl
+
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
 
 
 class GraphCache:
@@ -959,54 +1310,89 @@ class GraphCache:
     (:meth:`GraphParams.key`), so a hit is always the graph that would have
     been built. Graphs built with a ``numpy.random.RandomState`` as
     ``random_state`` are never cached. It is thread-safe: threads asking for
-    the same key while its graph is being built wait for that build (one
-    build per key); different keys build concurrently.
+    the same key while its graph is being obtained wait for it (one build or
+    load per key); different keys proceed concurrently. ``skmcal.GRAPH_CACHE``
+    is the one the classifier uses: ``GRAPH_CACHE.maxsize = 8`` keeps more
+    graphs (0 keeps none), ``GRAPH_CACHE.info()`` lists them with their memory,
+    ``clear_graph_cache()`` empties it.
+
+    A graph can also be kept on disk, shared by processes and later runs:
+    :meth:`get_or_build` with ``memory`` (the classifier's ``memory``
+    parameter) loads it from there, or builds and stores it, under the same key.
 
     Parameters
     ----------
     maxsize : int, default=4
         Number of graphs kept.
+
+    Attributes
+    ----------
+    builds : int
+        Graphs built so far through this cache (not counting those found in
+        it or loaded from disk, nor those of ``keep=False``).
+    loads : int
+        Graphs loaded from a disk cache so far (``keep=False`` not counted).
     """
 
     def __init__(self, maxsize: int = 4):
         self.maxsize = maxsize
         self._store: OrderedDict = OrderedDict()
         self.builds = 0
+        self.loads = 0
         self._lock = threading.Lock()
         self._key_locks: dict = {}
 
-    def _cached(self, key):
+    def _cached(self, key, nodes, verbose):
         """The cached graph of ``key`` (marked as recently used), or None; hold ``_lock``."""
         graph = self._store.get(key)
         if graph is not None:
             self._store.move_to_end(key)
+            if verbose:  # not at DEBUG: a refit in a loop finds it at every fit
+                logger.log(
+                    phase_level(verbose), "Graph of %d nodes: in the in-process cache.",
+                    nodes.n_nodes,
+                )  # fmt: skip
         return graph
 
-    def _build(self, nodes, params, key):
-        first_equal = None if params.kernel == "precomputed" else nodes.first_equal
-        graph = build_graph(nodes.data, params, first_equal)
-        with self._lock:
-            self.builds += 1
-            if key is not None and self.maxsize > 0:
-                self._store[key] = graph
-                while len(self._store) > self.maxsize:
-                    self._store.popitem(last=False)
-        return graph
+    def get_or_build(
+        self, nodes: NodeSet, params: GraphParams, *, memory=None, verbose=0, keep: bool = True
+    ) -> SpectralGraph:
+        """The graph of ``params`` on ``nodes``: from memory, from disk, or freshly built.
 
-    def get_or_build(self, nodes: NodeSet, params: GraphParams) -> SpectralGraph:
-        """The graph of ``params`` on ``nodes``, from the cache or freshly built.
+        Parameters
+        ----------
+        nodes : NodeSet
+        params : GraphParams
+        memory : None, str, path-like or joblib.Memory, default=None
+            A disk cache (see :func:`check_memory`): a graph stored there
+            under the same key is loaded (memory-mapped, without its
+            neighbour index, see :meth:`SpectralGraph.neighbor_index`);
+            otherwise it is built and stored, under a file lock so that
+            processes wanting it at once build it once.
+        verbose : int, default=0
+            Log where the graph came from and the phases of its build at
+            INFO (see :func:`phase_level`).
+        keep : bool, default=True
+            Read and keep the graph in this in-process cache (False: only
+            ``memory``, if given).
 
-        Of threads asking for one key at once, the first builds the graph and
-        the others wait for it and return it.
+        Returns
+        -------
+        SpectralGraph
+
+        Notes
+        -----
+        Of threads asking for one key at once, the first obtains the graph
+        (built or loaded) and the others wait for it and return it.
         """
         cacheable = params.random_state is None or isinstance(
             params.random_state, (int, np.integer)
         )
         key = params.key(nodes.digest) if cacheable else None
-        if key is None:
-            return self._build(nodes, params, None)
+        if not keep or key is None:
+            return self._obtain(nodes, params, key, memory, verbose, keep)
         with self._lock:
-            graph = self._cached(key)
+            graph = self._cached(key, nodes, verbose)
             if graph is not None:
                 return graph
             key_lock, waiting = self._key_locks.get(key, (threading.Lock(), 0))
@@ -1014,9 +1400,14 @@ class GraphCache:
         try:
             with key_lock:
                 with self._lock:
-                    graph = self._cached(key)
+                    graph = self._cached(key, nodes, verbose)
                 if graph is None:
-                    graph = self._build(nodes, params, key)
+                    graph = self._obtain(nodes, params, key, memory, verbose, keep)
+                    with self._lock:
+                        if self.maxsize > 0:
+                            self._store[key] = graph
+                            while len(self._store) > self.maxsize:
+                                self._store.popitem(last=False)
         finally:
             with self._lock:
                 key_lock, waiting = self._key_locks[key]
@@ -1026,6 +1417,85 @@ class GraphCache:
                     self._key_locks[key] = (key_lock, waiting - 1)
         return graph
 
+    def _obtain(self, nodes, params, key, memory, verbose, keep):
+        """The graph built, or loaded from ``memory`` (stored there once built)."""
+        memory = check_memory(memory) if key is not None else None
+        if memory is None:
+            return self._build(nodes, params, verbose, keep)
+        return self._from_disk(memory, key, nodes, params, verbose, keep)
+
+    def _build(self, nodes, params, verbose, count):
+        level = phase_level(verbose)
+        first_equal = None
+        if params.kernel != "precomputed":
+            start = time.perf_counter()
+            first_equal = nodes.first_equal
+            logger.log(
+                level, "Equal rows among %d nodes: %.2f s.", nodes.n_nodes,
+                time.perf_counter() - start,
+            )  # fmt: skip
+        graph = build_graph(nodes.data, params, first_equal, verbose)
+        with self._lock:
+            self.builds += bool(count)
+        return graph
+
+    def _from_disk(self, memory, key, nodes, params, verbose, count):
+        from . import __version__
+
+        level = phase_level(verbose)
+        built = []
+
+        def build():
+            graph = self._build(nodes, params, verbose, count)
+            built.append(graph)
+            return replace(graph, index=None)
+
+        start = time.perf_counter()
+        location = getattr(memory, "location", None)
+        if isinstance(location, (str, os.PathLike)):
+            stored = _DiskStore(location, getattr(memory, "mmap_mode", None)).get_or_put(
+                (key, __version__), build
+            )
+        else:  # any other object with cache()
+            stored = memory.cache(_stored_graph, ignore=["build"])(key, __version__, build=build)
+        if built:
+            logger.log(level, "Graph stored in the disk cache %s.", location)
+            return built[0]
+        self.loads += bool(count)
+        stored._data = nodes.data
+        logger.log(
+            level, "Graph of %d nodes: loaded from the disk cache %s in %.2f s.",
+            nodes.n_nodes, location, time.perf_counter() - start,
+        )  # fmt: skip
+        return stored
+
+    def info(self) -> list[dict]:
+        """The graphs held, least recently used first.
+
+        Returns
+        -------
+        list of dict
+            For each graph: ``n_nodes``, ``kernel``, ``n_neighbors``,
+            ``n_eigs`` and ``nbytes`` (its weights, eigenvectors and other
+            arrays; the neighbour index not counted).
+        """
+        out = []
+        for graph in self._store.values():
+            arrays = [graph.weights.data, graph.weights.indices, graph.weights.indptr]
+            arrays += [graph.degrees, graph.eigenvalues, graph.eigenvectors]
+            extras = (graph.scales, graph.component_labels, graph.point_nodes, graph.node_points)
+            arrays += [a for a in extras if a is not None]
+            out.append(
+                {
+                    "n_nodes": graph.n_nodes,
+                    "kernel": graph.params.kernel,
+                    "n_neighbors": graph.params.n_neighbors,
+                    "n_eigs": int(graph.eigenvalues.size),
+                    "nbytes": int(sum(a.nbytes for a in arrays)),
+                }
+            )
+        return out
+
     def clear(self):
         """Forget every cached graph."""
         with self._lock:
@@ -1034,11 +1504,18 @@ class GraphCache:
     def __len__(self) -> int:
         return len(self._store)
 
+    def __repr__(self) -> str:
+        mb = sum(g["nbytes"] for g in self.info()) / 2**20
+        return (
+            f"GraphCache({len(self)} of maxsize={self.maxsize} graphs, {mb:.1f} MiB; "
+            f"builds={self.builds}, loads={self.loads})"
+        )
+
 
 #: The process-wide graph cache used by :class:`~skmcal.SpectralGraphClassifier`.
 GRAPH_CACHE = GraphCache()
 
 
 def clear_graph_cache():
-    """Empty :data:`GRAPH_CACHE`."""
+    """Empty :data:`GRAPH_CACHE` (the in-process cache; a ``memory`` folder is untouched)."""
     GRAPH_CACHE.clear()

@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from .classifier import SpectralGraphClassifier
-from .graph import NodeSet
+from .graph import IdentityMemo, NodeSet
 
 __all__ = [
     "BATCH_MODES",
@@ -75,15 +75,27 @@ def pool_nodes(clf: SpectralGraphClassifier, X_pool) -> np.ndarray:
 
     ``X_pool`` is the classifier's :class:`~skmcal.NodeSet` (no look-up) or
     rows of it (array, DataFrame or sparse matrix); a row that is not a node
-    raises ``ValueError``.
+    raises ``ValueError``. The result is read-only.
     """
     nodes = clf.node_set_
     if isinstance(X_pool, NodeSet):
         if X_pool is not nodes and X_pool.digest != nodes.digest:
             raise ValueError("X_pool is a NodeSet other than the classifier's nodes.")
         return nodes.first_equal
+    return POOL_LOOKUPS.get(X_pool, nodes.digest, lambda: _lookup_pool(nodes, X_pool))
+
+
+#: Node of every row of the pools given as arrays, per node set (see :func:`pool_nodes`):
+#: remembered while the array lives and keeps its :func:`~skmcal.graph.array_fingerprint`,
+#: so an unchanged pool is looked up once, not at every query.
+POOL_LOOKUPS = IdentityMemo()
+
+
+def _lookup_pool(nodes: NodeSet, X_pool):
     if hasattr(X_pool, "iloc") or not sp.issparse(X_pool):
-        X_pool = np.asarray(X_pool, dtype=np.float64)
+        X_pool = np.asarray(X_pool)
+        if X_pool.dtype not in (np.float32, np.float64):
+            X_pool = X_pool.astype(np.float64)
     if X_pool.ndim != 2:
         raise ValueError(f"X_pool must be 2-D (n_rows, n_features); got shape {X_pool.shape}.")
     index = nodes.lookup(X_pool)
@@ -94,6 +106,7 @@ def pool_nodes(clf: SpectralGraphClassifier, X_pool) -> np.ndarray:
             f"(first: row {missing[0]}). Query rows of the pool the classifier was "
             f"built on (its `nodes`)."
         )
+    index.flags.writeable = False
     return index
 
 

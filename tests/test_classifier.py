@@ -63,6 +63,8 @@ TESTED_PARAMETERS = {
     "n_jobs",  # test_n_jobs_does_not_change_the_graph
     "random_state",  # test_random_state_makes_the_arpack_path_deterministic
     "missing_label",  # tests/test_skactiveml.py: test_missing_label_*
+    "memory",  # tests/test_scale.py: test_memory_*
+    "verbose",  # tests/test_scale.py: test_verbose_*
 }
 
 
