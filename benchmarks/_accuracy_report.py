@@ -94,6 +94,8 @@ COLORS = {
     "gl-laplace": "tab:green",
     "gl-poisson": "tab:red",
     "ls": "tab:purple",
+    "full-mgr": "tab:brown",
+    "poisson": "tab:pink",
 }
 
 
@@ -101,17 +103,20 @@ def _styles(configs: dict) -> dict[str, dict]:
     """Line style per model (the same on every figure): peers dash-dotted."""
     import matplotlib
 
-    free = [c for c in matplotlib.colormaps["tab10"].colors if c not in COLORS.values()]
+    used = {matplotlib.colors.to_rgb(c) for c in COLORS.values()}
+    free = [c for c in matplotlib.colormaps["tab10"].colors if c not in used] or ["tab:gray"]
     styles = {}
     for m, config in configs.items():
         model = m.partition(":")[0]
         if m == "default" or model in styles:
             continue
-        color = COLORS.get(model) or free[len(styles) % len(free)]
+        # the paper's (tau, gamma): the colour of the loss, dotted
+        paper = model.removeprefix("paper-")
+        color = COLORS.get(paper) or free[len(styles) % len(free)]
         styles[model] = {
             "color": color,
             "lw": 1.3,
-            "ls": "-" if config.family == "skmcal" else "-.",
+            "ls": ":" if model != paper else "-" if config.family == "skmcal" else "-.",
         }
     return styles
 
