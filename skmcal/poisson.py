@@ -153,4 +153,14 @@ def poisson_learning(
         x0 = project(root[:, None] * init * undo)
     atol = np.full(n_classes, tol * np.linalg.norm(rhs))
     V, _, _ = solver.solve(np.zeros(n_nodes), rhs, x0=x0, atol=atol, project=project)
-    return inv_root[:, None] * project(V) * correction
+    U = inv_root[:, None] * project(V)
+    if n_components > 1:
+        # The mean-zero constraint removes each component's constant: on a
+        # component whose labels are all of one class the solution would be 0.
+        # Its labels' class mean is that constant (on a connected graph the
+        # global mean, which the prior correction turns into b: no change).
+        counts = np.zeros((n_components, n_classes))
+        np.add.at(counts, components[labeled], onehot)
+        totals = counts.sum(axis=1, keepdims=True)
+        U += np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)[components]
+    return U * correction

@@ -65,6 +65,11 @@ def test_disconnected_graph_balances_each_component():
     codes = np.array([0, 1, 2, 0, 1, 2, 2])
     U = poisson_learning(sp.csr_matrix(W), labeled, codes, N_CLASSES, tol=1e-13)
     expected = _dense_poisson(W, labeled, codes, np.full(N_CLASSES, 1.0 / N_CLASSES))
+    # plus each component's constant: the class mean of its own labels, prior-corrected
+    onehot = np.eye(N_CLASSES)[codes]
+    correction = (1.0 / N_CLASSES) / onehot.mean(axis=0)
+    expected[:40] += onehot[:4].mean(axis=0) * correction
+    expected[40:] += onehot[4:].mean(axis=0) * correction
     np.testing.assert_allclose(U, expected, atol=1e-8 * np.abs(expected).max())
 
 
@@ -95,3 +100,19 @@ def test_errors(kwargs, match):
     labeled, codes = args.pop("labeled"), args.pop("codes")
     with pytest.raises(ValueError, match=match):
         poisson_learning(sp.csr_matrix(_graph()), labeled, codes, N_CLASSES, **args)
+
+
+def test_components_labeled_with_one_class_predict_it():
+    """Per component the mean-zero solution loses the constant: a pure component keeps its class."""
+    import scipy.sparse as sp
+
+    # three path components of 5 nodes: labels {0}, {1}, and {0, 2} at its ends
+    blocks = [sp.diags([np.ones(4), np.ones(4)], [-1, 1], shape=(5, 5)) for _ in range(3)]
+    W = sp.block_diag(blocks).tocsr()
+    labeled = np.array([0, 7, 10, 14])
+    codes = np.array([0, 1, 0, 2])
+    U = poisson_learning(W, labeled, codes, 3)
+    predicted = U.argmax(axis=1)
+    np.testing.assert_array_equal(predicted[:5], 0)
+    np.testing.assert_array_equal(predicted[5:10], 1)
+    assert predicted[10] == 0 and predicted[14] == 2
