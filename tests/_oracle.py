@@ -116,6 +116,18 @@ def rel(a, b):
 
 
 # ---------------------------------------------------------------- the graph
+def plane_knn_graph(n, seed=0):
+    """``(W, X)``: dense symmetric weights, 5 nearest neighbours of ``n`` points in the plane."""
+    rng = np.random.RandomState(seed)
+    X = rng.rand(n, 2)
+    dist = np.linalg.norm(X[:, None] - X[None], axis=2)
+    W = np.zeros((n, n))
+    for i in range(n):
+        nearest = np.argsort(dist[i])[1:6]
+        W[i, nearest] = np.exp(-(dist[i, nearest] ** 2) / 0.05)
+    return 0.5 * (W + W.T), X
+
+
 def dense_laplacian(W):
     """``I - D^-1/2 W D^-1/2`` of a dense (or sparse) affinity matrix."""
     W = W.toarray() if hasattr(W, "toarray") else np.asarray(W)

@@ -19,7 +19,7 @@ from skmcal.fullgraph import (
 )
 from skmcal.losses import LOSSES
 
-from _oracle import dense_laplacian, full_graph_map
+from _oracle import dense_laplacian, full_graph_map, plane_knn_graph
 
 N_NODES = 40
 N_CLASSES = 3
@@ -27,14 +27,7 @@ N_CLASSES = 3
 
 def _graph(n=N_NODES, seed=0):
     """A connected random geometric graph: 5 nearest neighbours of points in the plane."""
-    rng = np.random.RandomState(seed)
-    X = rng.rand(n, 2)
-    dist = np.linalg.norm(X[:, None] - X[None], axis=2)
-    W = np.zeros((n, n))
-    for i in range(n):
-        nearest = np.argsort(dist[i])[1:6]
-        W[i, nearest] = np.exp(-(dist[i, nearest] ** 2) / 0.05)
-    W = 0.5 * (W + W.T)
+    W, X = plane_knn_graph(n, seed)
     return sp.csr_matrix(W), X
 
 
