@@ -786,9 +786,10 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         components = self.graph_.component_labels
         has_label = np.zeros(self.graph_.n_components, dtype=bool)
         has_label[components[self.labeled_nodes_]] = True
-        unreached = ~has_label[components]
-        self._unreached = unreached if unreached.any() else None
-        if self._unreached is not None:
+        self._unreached = None
+        if not has_label.all():  # a look at every node only when some component has no label
+            unreached = ~has_label[components]
+            self._unreached = unreached
             warnings.warn(
                 f"{int(unreached.sum())} of {unreached.size} nodes lie in "
                 f"{int((~has_label).sum())} connected component(s) of the graph without "

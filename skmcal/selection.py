@@ -18,6 +18,7 @@ batches, how its state changes when a node is added):
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
 
@@ -147,6 +148,80 @@ def check_candidates(candidates, *, rows: bool = True):
     )
 
 
+@dataclass(frozen=True)
+class _PoolIndex:
+    """Which rows of a pool stand for their node, and which nodes the pool holds.
+
+    ``first`` marks the first row of each node (None: every row is);
+    ``held`` marks the nodes with a row in the pool (None: the pool holds
+    node ``i`` at row ``i``, every node once).
+    """
+
+    first: np.ndarray | None
+    held: np.ndarray | None
+    n_first: int
+    n_nodes: int
+
+    @classmethod
+    def of(cls, pool_nodes: np.ndarray) -> _PoolIndex:
+        n = pool_nodes.size
+        rows = np.arange(n)
+        if np.array_equal(pool_nodes, rows):
+            return cls(None, None, n, n)
+        if np.all(pool_nodes <= rows) and np.array_equal(pool_nodes[pool_nodes], pool_nodes):
+            # A node set's first_equal: row i holds node i or an earlier equal node.
+            first = pool_nodes == rows
+        else:
+            first = np.zeros(n, dtype=bool)
+            first[np.unique(pool_nodes, return_index=True)[1]] = True
+        held = np.zeros(pool_nodes.max(initial=-1) + 1, dtype=bool)
+        held[pool_nodes] = True
+        return cls(
+            None if first.all() else first, held, int(np.count_nonzero(first)), held.size
+        )
+
+    def eligible(self, rows, pool_nodes, labeled, *, first_only=True):
+        """Which ``rows`` are not on a ``labeled`` node (a mask over nodes), and first on
+        their node (``first_only``)."""
+        keep = ~labeled[pool_nodes[rows]]
+        if first_only and self.first is not None:
+            keep &= self.first[rows]
+        return keep
+
+    def n_labeled_held(self, labeled_nodes):
+        """How many of the distinct ``labeled_nodes`` have a row in the pool."""
+        if self.held is None:
+            return int(np.count_nonzero(labeled_nodes < self.n_first))
+        inside = labeled_nodes[labeled_nodes < self.held.size]
+        return int(np.count_nonzero(self.held[inside]))
+
+
+#: The :class:`_PoolIndex` of the pools' node arrays, remembered by identity.
+POOL_INDEXES = IdentityMemo()
+
+
+def _draw_distinct(rng, n, size, accept, share):
+    """``size`` distinct positions in ``range(n)`` that ``accept``, uniformly at random, sorted.
+
+    Positions are drawn with replacement and the refused ones dropped until
+    ``size`` distinct ones are held; a uniform choice of ``size`` among them
+    is a uniform random subset. ``share`` is the fraction of positions
+    accepted (the caller keeps it at least 1/2, and ``size`` at most half of
+    the accepted positions): a few passes over an ``n``-byte mask and draws
+    of the order of ``size``, never a permutation of ``n``.
+    """
+    taken = np.zeros(n, dtype=bool)
+    count = 0
+    while count < size:
+        draw = rng.randint(0, n, size=int(1.05 * (size - count) / share) + 16)
+        taken[draw[accept(draw)]] = True
+        count = np.count_nonzero(taken)
+    chosen = np.flatnonzero(taken)
+    if chosen.size > size:
+        chosen = chosen[np.sort(rng.permutation(chosen.size)[:size])]
+    return chosen
+
+
 def candidate_rows(pool_nodes, labeled_nodes, candidates, n_instances, rng) -> np.ndarray:
     """Rows of ``X_pool`` to score: unlabeled, one per node, then subsampled as asked.
 
@@ -157,31 +232,48 @@ def candidate_rows(pool_nodes, labeled_nodes, candidates, n_instances, rng) -> n
     that many unlabeled rows with ``rng``, at least ``n_instances``; an array
     keeps its unlabeled rows. Returns the rows sorted; raises ``ValueError``
     when fewer than ``n_instances`` remain.
+
+    While at most half of the pool's nodes are labeled and at most half of
+    the unlabeled rows are asked for, a fraction or a count is drawn with
+    replacement and rejection (a few passes over byte masks of the pool's
+    size, draws of the order of the rows asked for), never by permuting the
+    pool; otherwise the unlabeled rows are listed and subsampled.
     """
     candidates = check_candidates(candidates)
-    labeled = np.zeros(pool_nodes.max(initial=0) + 1, dtype=bool)
+    index = POOL_INDEXES.get(pool_nodes, None, lambda: _PoolIndex.of(pool_nodes))
+    labeled_nodes = np.unique(labeled_nodes)
+    labeled = np.zeros(index.n_nodes, dtype=bool)
     labeled[labeled_nodes[labeled_nodes < labeled.size]] = True
-    fresh = ~labeled[pool_nodes]
-    unlabeled = np.unique(pool_nodes[fresh], return_index=True)[1]
-    unlabeled = np.sort(np.flatnonzero(fresh)[unlabeled])
-    if candidates is None:
-        rows = unlabeled
-    elif isinstance(candidates, np.ndarray):
+
+    def eligible(rows, first_only=True):
+        return index.eligible(rows, pool_nodes, labeled, first_only=first_only)
+
+    if isinstance(candidates, np.ndarray):
         rows = candidates
         if rows.size and (rows.min() < -pool_nodes.size or rows.max() >= pool_nodes.size):
             raise ValueError(
                 f"candidates holds row indices outside X_pool's {pool_nodes.size} rows."
             )
         rows = np.unique(rows % pool_nodes.size)
-        rows = rows[fresh[rows]]
+        rows = rows[eligible(rows, first_only=False)]
         rows = np.sort(rows[np.unique(pool_nodes[rows], return_index=True)[1]])
     else:
-        if isinstance(candidates, Integral):
-            size = min(int(candidates), unlabeled.size)
+        n_unlabeled = index.n_first - index.n_labeled_held(labeled_nodes)
+        if candidates is None:
+            size = n_unlabeled
+        elif isinstance(candidates, Integral):
+            size = min(int(candidates), n_unlabeled)
         else:
-            size = int(np.ceil(candidates * unlabeled.size))
-        size = min(max(size, n_instances), unlabeled.size)
-        rows = np.sort(rng.choice(unlabeled, size=size, replace=False))
+            size = int(np.ceil(candidates * n_unlabeled))
+        size = min(max(size, n_instances), n_unlabeled)
+        if 2 * size <= n_unlabeled and 2 * n_unlabeled >= pool_nodes.size:
+            share = n_unlabeled / pool_nodes.size
+            rows = _draw_distinct(rng, pool_nodes.size, size, eligible, share)
+        else:
+            rows = np.arange(pool_nodes.size)
+            rows = rows[eligible(rows)]
+            if size < rows.size:
+                rows = np.sort(rng.choice(rows, size=size, replace=False))
     if n_instances > rows.size:
         raise ValueError(
             f"n_instances={n_instances} exceeds the {rows.size} unlabeled candidate rows of "

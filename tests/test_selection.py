@@ -70,3 +70,42 @@ def test_choose_topk_and_greedy_with_an_advancing_state():
     picked, scores = pick(2, "greedy")  # 1 silences 0 and 2
     np.testing.assert_array_equal(picked, [1, 3])
     np.testing.assert_array_equal(scores, [0.9, 0.7])
+
+
+@pytest.mark.parametrize(
+    "pool_nodes",
+    [
+        np.arange(40),  # a node set's own rows
+        np.where(np.arange(40) % 7 == 3, np.arange(40) - 1, np.arange(40)),  # first_equal
+        np.random.RandomState(1).randint(0, 30, size=40),  # rows of an array pool
+    ],
+    ids=["identity", "first_equal", "array"],
+)
+def test_candidate_draw_is_uniform_over_unlabeled_distinct_rows(pool_nodes):
+    # The draw (not a permutation of the pool) must give every unlabeled node's first
+    # row the same chance, never a labeled node, never two rows of one node.
+    labeled = np.unique(pool_nodes)[::5]
+    first = np.zeros(pool_nodes.size, dtype=bool)
+    first[np.unique(pool_nodes, return_index=True)[1]] = True
+    eligible = np.flatnonzero(first & ~np.isin(pool_nodes, labeled))
+    rng = np.random.RandomState(0)
+    counts = np.zeros(pool_nodes.size)
+    n_draws, size = 3000, 4
+    for _ in range(n_draws):
+        rows = candidate_rows(pool_nodes, labeled, size, 1, rng)
+        assert rows.size == size and np.all(np.diff(rows) > 0)
+        assert np.isin(rows, eligible).all()
+        counts[rows] += 1
+    expected = n_draws * size / eligible.size
+    # Binomial spread: 5 standard deviations (fails for a draw biased by 20% or more).
+    assert np.all(np.abs(counts[eligible] - expected) < 5 * np.sqrt(expected))
+    assert counts.sum() == n_draws * size
+
+
+def test_candidate_rows_when_most_nodes_are_labeled_lists_the_rest():
+    pool_nodes = np.arange(100)
+    labeled = np.arange(0, 100)[np.arange(100) % 10 != 0]  # 90 labeled, 10 left
+    rows = candidate_rows(pool_nodes, labeled, 0.5, 2, np.random.RandomState(0))
+    assert rows.size == 5 and np.all(rows % 10 == 0)
+    rows = candidate_rows(pool_nodes, labeled, 1.0, 2, np.random.RandomState(0))
+    np.testing.assert_array_equal(rows, np.arange(0, 100, 10))
