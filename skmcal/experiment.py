@@ -80,7 +80,7 @@ from .baselines import BASELINES, db_rkhs, sopt_hf, vopt_hf
 from .classifier import SpectralGraphClassifier
 from .coldstart import cold_start as graph_cold_start
 from .datasets import DATASETS, load_dataset
-from .graph import GRAPH_CACHE, NodeSet
+from .graph import GRAPH_CACHE, NodeSet, _DiskStore
 from .losses import LOSSES
 from .query import model_change, random_sampling, sopt, uncertainty, vopt
 from .selection import check_candidates
@@ -1108,16 +1108,29 @@ class _Runner:
             **c.graph_options,
         )
 
-    def load_graph(self) -> None:
-        """Put the graph in the in-process cache, from ``memory`` if it holds it.
+    def load_graph(self):
+        """The graph, put in the in-process cache: from there, from ``memory``, or built.
 
         The cold start takes the graph from the in-process cache (it has no
         ``memory``); a fit would load it by itself.
         """
         clf = self.classifier(self.config.loss)
         clf._validate_params()
-        params = clf._graph_params(self.data.pool.n_nodes)
-        GRAPH_CACHE.get_or_build(self.data.pool, params, memory=self.memory)
+        with warnings.catch_warnings():  # (about n_neighbors or n_eigs: told by the fits)
+            warnings.simplefilter("ignore", UserWarning)
+            params = clf._graph_params(self.data.pool.n_nodes)
+        return params, GRAPH_CACHE.get_or_build(self.data.pool, params, memory=self.memory)
+
+    def share_graph(self) -> None:
+        """Store the graph in ``memory`` for workers and later runs, unless it is there.
+
+        A graph found in this process's cache is not stored by a fit; it is
+        stored here as the disk cache stores a graph it builds (the key of
+        ``GraphCache._from_disk``, without the neighbour index).
+        """
+        params, graph = self.load_graph()
+        key = (params.key(self.data.pool.digest), __version__)
+        _DiskStore(self.memory, "r").get_or_put(key, lambda: dataclasses.replace(graph, index=None))
 
     def initial_labels(self, trial: int) -> np.ndarray:
         """The labels at iteration 0 of a trial, the same for every strategy."""
@@ -1577,6 +1590,7 @@ def run_experiment(
     >>> result.results.groupby("strategy", sort=False)["n_labeled"].max().to_dict()
     {'mc:gr': 12, 'rand:gr': 12}
     """
+    parallel = _check_parallel(n_jobs, backend, scheduler, memory)
     config, data = _validate(
         dataset,
         data_home,
@@ -1600,7 +1614,6 @@ def run_experiment(
             "n_samples": n_samples,
         },
     )
-    parallel = _check_parallel(n_jobs, backend, scheduler, memory)
     out_path = None if out is None else Path(out)
     store = ResultStore(out_path, config)
     pending = [
@@ -1624,6 +1637,8 @@ def run_experiment(
             # through the graph cache (its fit is not part of any timed iteration).
             graph_seconds = runner.build_graph(pending[0][0], pending[0][1].loss)
             logger.info("Graph and spectrum of %d nodes: %.2f s.", config.n_nodes, graph_seconds)
+            if graphs is not None:
+                runner.share_graph()
 
         bar = _make_progress(progress and bool(pending), len(pending) * config.iterations)
         try:
