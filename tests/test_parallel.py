@@ -10,10 +10,15 @@ import shutil
 import socket
 import sys
 
+import numpy as np
 import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose
 from sklearn.datasets import make_blobs
+from sklearn.neighbors import NearestNeighbors
 
 import skmcal.experiment
+from skmcal import SpectralGraphClassifier
 from skmcal.experiment import BACKENDS, _Runner, run_experiment
 from skmcal.graph import GRAPH_CACHE, clear_graph_cache
 
@@ -196,3 +201,31 @@ def test_dask_uses_the_current_client(serial, cluster, tmp_path):
     _assert_same_run(tmp_path, serial["stopped"], result)
     assert any(graphs for _, graphs in held.values())
     assert all(builds == 0 for builds, _ in held.values())
+
+
+# --------------------------------------------- a graph from an external kNN index
+def _external_knn_affinity(X, k=10, scale_neighbor=5, scale_factor=3.0):
+    """The self-tuning Gaussian kNN affinity, assembled from (distances, ids) of a kNN search
+    done elsewhere (here scikit-learn stands in for an external index such as faiss)."""
+    dist, ids = NearestNeighbors(n_neighbors=k).fit(X).kneighbors()  # self excluded
+    sigma = dist[:, scale_neighbor - 1]
+    weights = np.exp(-(dist**2) / (scale_factor * sigma[:, None] * sigma[ids]))
+    indptr = np.arange(0, X.shape[0] * k + 1, k)
+    return sp.csr_matrix((weights.ravel(), ids.ravel(), indptr), shape=(X.shape[0],) * 2)
+
+
+def test_precomputed_sparse_graph_from_an_external_index(serial, tmp_path):
+    """kernel="precomputed" with a sparse kNN affinity built outside skmcal: the graph and the
+    experiment of kernel="gaussian" on the features, on workers too."""
+    X, y = BLOBS
+    W = _external_knn_affinity(X)
+    own = SpectralGraphClassifier(n_eigs=20).fit(X, y).graph_
+    given = SpectralGraphClassifier(kernel="precomputed", n_eigs=20).fit(W, y).graph_
+    assert_allclose(given.weights.toarray(), own.weights.toarray(), rtol=0, atol=1e-14)
+    assert_allclose(given.eigenvalues, own.eigenvalues, rtol=0, atol=1e-12)
+
+    result = run_experiment((W, y), kernel="precomputed", out=tmp_path, n_jobs=2, **TINY)
+    expected = serial["tiny"][2]
+    assert result.config["kernel"] == "precomputed"
+    assert result.choices.equals(expected.choices)
+    assert_allclose(result.results["accuracy"], expected.results["accuracy"], rtol=0, atol=1e-12)
