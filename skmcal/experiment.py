@@ -91,6 +91,7 @@ __all__ = [
     "NEIGHBORS",
     "RESULT_COLUMNS",
     "CHOICE_COLUMNS",
+    "SCHEDULER_TIMEOUT",
     "STOP_COLUMNS",
     "STRATEGIES",
     "ExperimentConfig",
