@@ -1294,7 +1294,9 @@ def _check_parallel(n_jobs, backend, scheduler, memory) -> _Parallel:
         backend = None
     elif backend is None:
         backend = "loky"
-    return _Parallel(int(n_jobs), backend, scheduler, None if memory is None else os.fspath(memory))
+    # Absolute: workers may run in another folder (dask workers do).
+    folder = None if memory is None else os.path.abspath(os.fspath(memory))
+    return _Parallel(int(n_jobs), backend, scheduler, folder)
 
 
 def _import_distributed():
