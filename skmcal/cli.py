@@ -15,6 +15,13 @@ iteration::
         --strategies mc:gr mc:logistic unc:logistic rand \\
         --batch 5 --iterations 20 --trials 2 --out results/bc
 
+``--n-jobs`` and ``--backend`` spread the (trial, strategy) runs over
+worker processes, and ``--scheduler`` over a dask.distributed cluster; the
+files written are those of a serial run::
+
+    python -m skmcal run --dataset mnist-test --trials 8 --n-jobs 4
+    python -m skmcal run --dataset mnist-test --trials 8 --scheduler tcp://10.0.0.5:8786
+
 ``demo`` is a quick run of the same kind on Binary-Clusters (under two
 minutes on two cores).
 """
@@ -34,7 +41,7 @@ import pandas as pd
 
 from . import __version__
 from .datasets import DATASETS, load_npz
-from .experiment import NEIGHBORS, STRATEGIES, ExperimentResult, run_experiment
+from .experiment import BACKENDS, NEIGHBORS, STRATEGIES, ExperimentResult, run_experiment
 from .losses import LOSSES
 
 __all__ = ["DEMO_STRATEGIES", "format_summary", "main"]
@@ -257,6 +264,36 @@ def _build_parser() -> argparse.ArgumentParser:
         help="data folder of the named data sets (default: $SKMCAL_DATA, else ~/skmcal_data)",
     )
     run.add_argument("--no-plots", action="store_true", help="do not draw the figures")
+    run.add_argument(
+        "--n-jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="(trial, strategy) runs computed at once by workers (1; -1: all cores; with "
+        "--backend dask: all the cluster's workers); the files are those of a serial run",
+    )
+    run.add_argument(
+        "--backend",
+        default=None,
+        choices=BACKENDS,
+        help="the workers: loky (processes; the default with --n-jobs), threading, or dask "
+        "(the cluster at --scheduler, else a local cluster of --n-jobs processes; needs "
+        "pip install skmcal[dask])",
+    )
+    run.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="address of a dask.distributed scheduler (tcp://host:8786); implies --backend dask",
+    )
+    run.add_argument(
+        "--memory",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="folder of the graph's disk cache: the graph is built once, then workers and "
+        "later runs load it (default with worker processes: a temporary folder)",
+    )
 
     demo = commands.add_parser(
         "demo",
@@ -326,8 +363,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     -------
     int
         The exit status: 0; 2 when the settings or the data are invalid or
-        damaged, the data or an optional package (pynndescent) are missing,
-        ``--out`` cannot be written or holds a run with other settings; 130
+        damaged, the data or an optional package (pynndescent, dask) are
+        missing, ``--out`` cannot be written or holds a run with other
+        settings, the dask scheduler cannot be reached; 130
         when interrupted (Ctrl-C), after which the same command resumes.
     """
     args = _build_parser().parse_args(argv)
@@ -377,6 +415,10 @@ def _run(args) -> int:
             "candidates": args.candidates,
             "n_samples": args.n_samples,
             "data_home": args.data_home,
+            "n_jobs": args.n_jobs,
+            "backend": args.backend,
+            "scheduler": args.scheduler,
+            "memory": args.memory,
         }
     try:
         result = run_experiment(

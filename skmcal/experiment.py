@@ -38,17 +38,31 @@ Output folder (when ``out`` is given):
     The settings of the run. A run into a folder that already holds one
     resumes it: (trial, strategy) runs already complete are kept, partial
     ones are dropped and redone. Settings that differ raise ``ValueError``.
+
+Each (trial, strategy) run is a pure function of the settings and the seed,
+so runs can go to other processes (``n_jobs``, ``backend``: joblib's
+``"loky"`` or ``"threading"``, or ``"dask"`` for a dask.distributed cluster
+at ``scheduler``). Workers only compute: the parent process receives each
+run's rows and writes them in the serial order, so the files of a parallel
+run hold the same rows in the same order as those of a serial run (the
+``time`` column apart, which measures each iteration), and resuming stays
+exact whatever ``n_jobs`` the interrupted and the resuming run had. The
+graph is built once by the parent and stored in a disk cache (``memory``,
+or a temporary folder) from which workers load it, memory-mapped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
+import gc
 import hashlib
 import json
 import logging
 import math
 import os
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -61,21 +75,23 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from . import __version__
+from . import __version__, _threads
 from .baselines import BASELINES, db_rkhs, sopt_hf, vopt_hf
 from .classifier import SpectralGraphClassifier
 from .coldstart import cold_start as graph_cold_start
 from .datasets import DATASETS, load_dataset
-from .graph import NodeSet
+from .graph import GRAPH_CACHE, NodeSet, _DiskStore
 from .losses import LOSSES
 from .query import model_change, random_sampling, sopt, uncertainty, vopt
 from .selection import check_candidates
 from .stopping import make_rule
 
 __all__ = [
+    "BACKENDS",
     "NEIGHBORS",
     "RESULT_COLUMNS",
     "CHOICE_COLUMNS",
+    "SCHEDULER_TIMEOUT",
     "STOP_COLUMNS",
     "STRATEGIES",
     "ExperimentConfig",
@@ -134,6 +150,12 @@ _CUSTOM_DEFAULTS = {"kernel": "gaussian", "n_neighbors": 10, "n_initial": 2}
 #: kNN searches known by name (``neighbors=`` of :func:`run_experiment`):
 #: exact neighbours by scikit-learn, or pynndescent's approximate ones.
 NEIGHBORS = ("exact", "pynndescent")
+
+#: Parallel backends of :func:`run_experiment` (joblib's names).
+BACKENDS = ("loky", "threading", "dask")
+
+#: Seconds allowed to connect to a dask scheduler given by address.
+SCHEDULER_TIMEOUT = 5.0
 
 
 # --------------------------------------------------------------------------
@@ -741,6 +763,15 @@ class ResultStore:
         self.stops.append(row)
         self._append(STOPS_FILE, [[row[c] for c in STOP_COLUMNS]])
 
+    def merge(self, run: ResultStore) -> None:
+        """Add the rows of a run recorded apart (by a worker), as :meth:`add_result` would."""
+        self.results.extend(run.results)
+        self.choices.extend(run.choices)
+        self.stops.extend(run.stops)
+        self._append(RESULTS_FILE, [_result_fields(row) for row in run.results])
+        self._append(CHOICES_FILE, [[c[k] for k in CHOICE_COLUMNS] for c in run.choices])
+        self._append(STOPS_FILE, [[c[k] for k in STOP_COLUMNS] for c in run.stops])
+
     def frames(self, strategies: Sequence[str]):
         """``(results, choices, stops)`` DataFrames, sorted by trial, ``strategies``, iteration."""
         order = {lab: i for i, lab in enumerate(strategies)}
@@ -1058,17 +1089,49 @@ def _one_class_accuracy(codes, labeled):
 
 
 class _Runner:
-    """One run per (trial, strategy): the initial labels, then query and refit."""
+    """One run per (trial, strategy): the initial labels, then query and refit.
 
-    def __init__(self, config: ExperimentConfig, data: _Data):
-        self.config, self.data = config, data
+    ``memory`` is the folder of the graph's disk cache, or None.
+    """
+
+    def __init__(self, config: ExperimentConfig, data: _Data, memory: str | None = None):
+        self.config, self.data, self.memory = config, data, memory
         self._first_labels: dict[int, np.ndarray] = {}
 
     def classifier(self, loss: str) -> SpectralGraphClassifier:
         c = self.config
         return SpectralGraphClassifier(
-            loss, nodes=self.data.pool, tau=c.tau, gamma=c.gamma, **c.graph_options
+            loss,
+            nodes=self.data.pool,
+            tau=c.tau,
+            gamma=c.gamma,
+            memory=self.memory,
+            **c.graph_options,
         )
+
+    def load_graph(self):
+        """The graph, put in the in-process cache: from there, from ``memory``, or built.
+
+        The cold start takes the graph from the in-process cache (it has no
+        ``memory``); a fit would load it by itself.
+        """
+        clf = self.classifier(self.config.loss)
+        clf._validate_params()
+        with warnings.catch_warnings():  # (about n_neighbors or n_eigs: told by the fits)
+            warnings.simplefilter("ignore", UserWarning)
+            params = clf._graph_params(self.data.pool.n_nodes)
+        return params, GRAPH_CACHE.get_or_build(self.data.pool, params, memory=self.memory)
+
+    def share_graph(self) -> None:
+        """Store the graph in ``memory`` for workers and later runs, unless it is there.
+
+        A graph found in this process's cache is not stored by a fit; it is
+        stored here as the disk cache stores a graph it builds (the key of
+        ``GraphCache._from_disk``, without the neighbour index).
+        """
+        params, graph = self.load_graph()
+        key = (params.key(self.data.pool.digest), __version__)
+        _DiskStore(self.memory, "r").get_or_put(key, lambda: dataclasses.replace(graph, index=None))
 
     def initial_labels(self, trial: int) -> np.ndarray:
         """The labels at iteration 0 of a trial, the same for every strategy."""
@@ -1076,6 +1139,8 @@ class _Runner:
             c, d = self.config, self.data
             trial_seed = _trial_seeds(c.seed, trial)[0]
             if c.cold_start:
+                if self.memory is not None:
+                    self.load_graph()
                 first = graph_cold_start(d.pool, c.cold_start, trial_seed, **c.graph_options)
                 self._first_labels[trial] = np.sort(first)
             else:
@@ -1124,7 +1189,11 @@ class _Runner:
         return queried
 
     def run(self, trial: int, spec: StrategySpec, store: ResultStore, bar) -> None:
-        """One (trial, strategy) run, its rows added to ``store`` as they come."""
+        """One (trial, strategy) run, its rows added to ``store`` as they come.
+
+        It depends on nothing but the settings, the data and the seed (the
+        graph is the same whether built or loaded), so any process may run it.
+        """
         c, codes = self.config, self.data.codes
         labeled = self.initial_labels(trial)
         rng = np.random.RandomState(_trial_seeds(c.seed, trial)[1])
@@ -1181,6 +1250,168 @@ class _Runner:
             store.add_choices(trial, spec.label, iteration, queried)
 
 
+@dataclass(frozen=True)
+class _Parallel:
+    """Where the runs go: ``backend`` None runs them in this process, one after another."""
+
+    n_jobs: int
+    backend: str | None
+    scheduler: str | None
+    memory: str | None
+
+
+def _check_parallel(n_jobs, backend, scheduler, memory) -> _Parallel:
+    """Check ``n_jobs``, ``backend``, ``scheduler`` and ``memory``; resolve the defaults."""
+    if memory is not None and not isinstance(memory, (str, os.PathLike)):
+        raise ValueError(f"memory must be None or a folder (str or path-like); got {memory!r}.")
+    if scheduler is not None:
+        if not isinstance(scheduler, str) or not scheduler.strip():
+            raise ValueError(
+                f"scheduler must be the address of a dask scheduler such as "
+                f"'tcp://10.0.0.5:8786'; got {scheduler!r}."
+            )
+        if backend is None:
+            backend = "dask"
+        elif backend != "dask":
+            raise ValueError(
+                f"scheduler={scheduler!r} is the address of a dask cluster; it needs "
+                f"backend='dask' (or None), got backend={backend!r}."
+            )
+    if backend is not None and backend not in BACKENDS:
+        raise ValueError(
+            f"Unknown backend {backend!r}; accepted: None, {', '.join(map(repr, BACKENDS))}."
+        )
+    if n_jobs is None:
+        n_jobs = -1 if backend == "dask" else 1
+    elif isinstance(n_jobs, bool) or not isinstance(n_jobs, Integral) or n_jobs == 0:
+        raise ValueError(
+            f"n_jobs must be None or a nonzero int (-1: all cores or all the cluster's "
+            f"workers); got {n_jobs!r}."
+        )
+    if backend == "dask":
+        _import_distributed()
+    elif n_jobs == 1:
+        backend = None
+    elif backend is None:
+        backend = "loky"
+    # Absolute: workers may run in another folder (dask workers do).
+    folder = None if memory is None else os.path.abspath(os.fspath(memory))
+    return _Parallel(int(n_jobs), backend, scheduler, folder)
+
+
+def _import_distributed():
+    try:
+        import distributed
+    except ImportError as exc:
+        raise ImportError(
+            "backend='dask' needs the optional packages dask and distributed, which are not "
+            "installed; install them with `pip install skmcal[dask]` (or `pip install dask "
+            "distributed`), or use backend='loky'."
+        ) from exc
+    return distributed
+
+
+@contextlib.contextmanager
+def _dask_client(scheduler: str | None, n_jobs: int):
+    """A dask.distributed client: of the cluster at ``scheduler``; else the current client;
+    else of a local cluster of ``n_jobs`` worker processes, closed at the end."""
+    distributed = _import_distributed()
+    if scheduler is not None:
+        failure = None
+        try:
+            client = distributed.Client(scheduler, timeout=SCHEDULER_TIMEOUT, set_as_default=False)
+        except ValueError as exc:
+            failure = ValueError(
+                f"scheduler={scheduler!r} is not a dask scheduler address ({exc}); expected "
+                "host:port or tcp://host:port."
+            )
+        except (OSError, TimeoutError) as exc:
+            failure = ConnectionError(
+                f"Cannot reach the dask scheduler at {scheduler!r} within "
+                f"{SCHEDULER_TIMEOUT:g} s ({exc}). Check the address (host:port or "
+                "tcp://host:port) and that a scheduler runs there (`dask scheduler`)."
+            )
+        if failure is not None:
+            # The client that failed to connect holds an event loop; close it now
+            # (collected), not at the interpreter's exit, where it waits 10 s.
+            gc.collect()
+            raise failure
+        with client:
+            yield client
+        return
+    try:
+        current = distributed.Client.current()
+    except ValueError:
+        current = None
+    if current is not None:
+        yield current
+        return
+    n_workers = n_jobs if n_jobs > 0 else max(1, (os.cpu_count() or 1) + 1 + n_jobs)
+    with (
+        distributed.LocalCluster(
+            n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster, set_as_default=False) as client,
+    ):
+        yield client
+
+
+@contextlib.contextmanager
+def _blas_setting(n_threads: int | None):
+    """Run with :func:`skmcal.set_blas_threads` at ``n_threads`` (a worker: the parent's)."""
+    if _threads.get_blas_threads() == n_threads:
+        yield
+        return
+    previous = _threads.set_blas_threads(n_threads)
+    try:
+        yield
+    finally:
+        _threads.set_blas_threads(previous)
+
+
+def _run_cell(config, data, trial, label, memory, blas_threads) -> ResultStore:
+    """One (trial, strategy) run in a worker: its rows, for the parent to write.
+
+    A worker that does not see the ``memory`` folder (on another machine)
+    builds the graph itself.
+    """
+    if memory is not None and not os.path.isdir(memory):
+        memory = None
+    rows = ResultStore(None, config)
+    with _blas_setting(blas_threads):
+        runner = _Runner(config, data, memory)
+        runner.run(trial, parse_strategy(label, config.loss), rows, None)
+    return rows
+
+
+def _run_parallel(parallel: _Parallel, runner: _Runner, pending, store, bar, runs_done):
+    """The pending runs on joblib workers; their rows written here, in the serial order."""
+    import joblib
+
+    config, data = runner.config, runner.data
+    blas_threads = _threads.get_blas_threads()
+    with contextlib.ExitStack() as stack:
+        if parallel.backend == "dask":
+            client = stack.enter_context(_dask_client(parallel.scheduler, parallel.n_jobs))
+            # The data go to every worker once, not with every run.
+            backend = joblib.parallel_config("dask", client=client, scatter=[data])
+        else:
+            backend = joblib.parallel_config(parallel.backend)
+        stack.enter_context(backend)
+        runs = joblib.Parallel(n_jobs=parallel.n_jobs, batch_size=1, return_as="generator")(
+            joblib.delayed(_run_cell)(config, data, trial, spec.label, runner.memory, blas_threads)
+            for trial, spec in pending
+        )
+        # In submission order: a run finished early waits for the ones before it.
+        for (trial, spec), run in zip(pending, runs, strict=True):
+            store.merge(run)
+            runs_done.append((trial, spec.label))
+            if bar is not None:
+                bar.set_description(f"trial {trial + 1}/{config.trials} {spec.label}")
+                bar.set_postfix_str(f"acc={run.results[-1]['accuracy']:.4f}", refresh=False)
+                bar.update(config.iterations)
+
+
 def run_experiment(
     dataset: str | tuple = "binary-clusters",
     *,
@@ -1204,6 +1435,10 @@ def run_experiment(
     n_samples: int | None = None,
     data_home: str | os.PathLike[str] | None = None,
     progress: bool = True,
+    n_jobs: int | None = None,
+    backend: str | None = None,
+    scheduler: str | None = None,
+    memory: str | os.PathLike[str] | None = None,
 ) -> ExperimentResult:
     """Run batch active learning with several query strategies and record the accuracy.
 
@@ -1302,6 +1537,34 @@ def run_experiment(
         ``~/skmcal_data``).
     progress : bool, default=True
         Show a tqdm progress bar with the current accuracy.
+    n_jobs : int, default=None
+        (trial, strategy) runs computed at once, each by a worker of
+        ``backend``; -1: as many as cores (with ``"dask"``: as the cluster's
+        worker threads). None: 1, or -1 with ``backend="dask"``. 1 (without
+        ``"dask"``): one after another in this process. The results are
+        those of the serial run, rows in the same order, whatever
+        ``n_jobs`` and ``backend`` (the ``time`` column apart); resuming
+        with other values is exact.
+    backend : {"loky", "threading", "dask"}, default=None
+        joblib's backend of the workers: ``"loky"`` (processes, the default
+        when ``n_jobs`` is not 1), ``"threading"`` (threads of this process),
+        or ``"dask"`` (a dask.distributed cluster: the one at ``scheduler``,
+        else the current ``dask.distributed.Client``, else a
+        ``LocalCluster`` of ``n_jobs`` worker processes started for the
+        run; needs ``pip install skmcal[dask]``).
+    scheduler : str, default=None
+        Address of a dask scheduler (``"tcp://host:8786"``); implies
+        ``backend="dask"``. A scheduler that cannot be reached within
+        :data:`SCHEDULER_TIMEOUT` seconds raises ``ConnectionError``.
+    memory : str or path-like, default=None
+        Folder of the graph's disk cache (``memory`` of
+        :class:`~skmcal.SpectralGraphClassifier`): the graph is built once
+        and stored there, and workers and later runs load it. None: with
+        worker processes, a temporary folder removed at the end; otherwise
+        none. Workers that do not see the folder (on another machine) build
+        the graph themselves; on a cluster, give a folder of a shared file
+        system. Not part of the settings: resuming with another folder is
+        allowed.
 
     Returns
     -------
@@ -1314,7 +1577,10 @@ def run_experiment(
     ValueError
         On invalid settings, or when ``out`` holds a run with other settings.
     ImportError
-        When ``neighbors="pynndescent"`` and pynndescent is not installed.
+        When ``neighbors="pynndescent"`` and pynndescent is not installed,
+        or ``backend="dask"`` and dask.distributed is not.
+    ConnectionError
+        When the dask scheduler at ``scheduler`` cannot be reached.
 
     Examples
     --------
@@ -1327,6 +1593,7 @@ def run_experiment(
     >>> result.results.groupby("strategy", sort=False)["n_labeled"].max().to_dict()
     {'mc:gr': 12, 'rand:gr': 12}
     """
+    parallel = _check_parallel(n_jobs, backend, scheduler, memory)
     config, data = _validate(
         dataset,
         data_home,
@@ -1352,7 +1619,6 @@ def run_experiment(
     )
     out_path = None if out is None else Path(out)
     store = ResultStore(out_path, config)
-    runner = _Runner(config, data)
     pending = [
         (t, spec)
         for t in range(config.trials)
@@ -1360,22 +1626,35 @@ def run_experiment(
         if (t, spec.label) not in store.complete
     ]
     graph_seconds = None
-    if pending:
-        # The graph and its spectrum, built once here and shared by every run
-        # through the graph cache (its fit is not part of any timed iteration).
-        graph_seconds = runner.build_graph(pending[0][0], pending[0][1].loss)
-        logger.info("Graph and spectrum of %d nodes: %.2f s.", config.n_nodes, graph_seconds)
+    runs_done: list[tuple[int, str]] = []
+    with contextlib.ExitStack() as stack:
+        graphs = parallel.memory
+        if graphs is None and parallel.backend in ("loky", "dask") and pending:
+            # Worker processes load the parent's graph from here rather than build it.
+            graphs = stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="skmcal-graphs-", ignore_cleanup_errors=True)
+            )
+        runner = _Runner(config, data, graphs)
+        if pending:
+            # The graph and its spectrum, built once here and shared by every run
+            # through the graph cache (its fit is not part of any timed iteration).
+            graph_seconds = runner.build_graph(pending[0][0], pending[0][1].loss)
+            logger.info("Graph and spectrum of %d nodes: %.2f s.", config.n_nodes, graph_seconds)
+            if graphs is not None:
+                runner.share_graph()
 
-    runs_done = []
-    bar = _make_progress(progress and bool(pending), len(pending) * config.iterations)
-    try:
-        with store:
-            for trial, spec in pending:
-                runner.run(trial, spec, store, bar)
-                runs_done.append((trial, spec.label))
-    finally:
-        if bar is not None:
-            bar.close()
+        bar = _make_progress(progress and bool(pending), len(pending) * config.iterations)
+        try:
+            with store:
+                if parallel.backend is not None and pending:
+                    _run_parallel(parallel, runner, pending, store, bar, runs_done)
+                else:
+                    for trial, spec in pending:
+                        runner.run(trial, spec, store, bar)
+                        runs_done.append((trial, spec.label))
+        finally:
+            if bar is not None:
+                bar.close()
 
     results, choices, stops = store.frames(config.strategies)
     return ExperimentResult(

@@ -18,6 +18,7 @@ from sklearn.datasets import make_blobs
 
 import skmcal
 import skmcal.cli
+import skmcal.experiment
 from skmcal.cli import main
 
 from _oracle import assert_png, data_lines
@@ -196,6 +197,43 @@ def test_cli_neighbors_option(fake_pynndescent, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([*argv, "--neighbors", "annoy"])
     assert "invalid choice: 'annoy'" in capsys.readouterr().err
+
+
+# ------------------------------------------- workers: --n-jobs, --backend, ...
+def test_cli_workers_write_the_serial_files(tmp_path, capsys):
+    data = tmp_path / "blobs.npz"
+    np.savez(data, X=BLOBS[0], y=BLOBS[1])
+    argv = ["run", "--dataset", str(data), "--strategies", "mc", "rand", "--batch", "2",
+            "--iterations", "2", "--trials", "2", "--no-progress", "--no-plots"]  # fmt: skip
+    serial, threads = tmp_path / "serial", tmp_path / "threads"
+    assert main([*argv, "--out", str(serial)]) == 0
+    memory = tmp_path / "graphs"
+    options = ["--n-jobs", "2", "--backend", "threading", "--memory", str(memory)]
+    assert main([*argv, "--out", str(threads), *options]) == 0
+    assert "final accuracy" in capsys.readouterr().out
+    assert (threads / "choices.csv").read_bytes() == (serial / "choices.csv").read_bytes()
+    results = [
+        [line.rsplit(",", 1)[0] for line in (out / "results.csv").read_text().splitlines()]
+        for out in (serial, threads)
+    ]
+    assert results[0] == results[1] and len(results[0]) == 1 + 2 * 2 * 3  # time apart
+    assert len(list(memory.glob("skmcal/graphs/*.pkl"))) == 1
+
+
+def test_cli_worker_options_fail_cleanly(tmp_path, capsys, good, monkeypatch):
+    argv = ["run", "--dataset", str(good[0]), "--out", str(tmp_path / "o"), *RUN]
+    with pytest.raises(SystemExit):
+        main([*argv, "--backend", "ray"])
+    assert "invalid choice: 'ray'" in capsys.readouterr().err
+    _fails_cleanly(capsys, [*argv, "--n-jobs", "0"], "n_jobs must be None or a nonzero int")
+    _fails_cleanly(capsys, [*argv, "--backend", "loky", "--scheduler", "tcp://127.0.0.1:8786"],
+                   "needs backend='dask'")
+    if pytest.importorskip("distributed"):
+        monkeypatch.setattr(skmcal.experiment, "SCHEDULER_TIMEOUT", 1.0)
+        _fails_cleanly(capsys, [*argv, "--scheduler", "tcp://127.0.0.1:1"],
+                       "Cannot reach the dask scheduler at 'tcp://127.0.0.1:1' within 1 s")
+    monkeypatch.setitem(sys.modules, "distributed", None)  # dask's extra not installed
+    _fails_cleanly(capsys, [*argv, "--backend", "dask"], "pip install skmcal[dask]")
 
 
 # ------------------------------------------------- --version and the package
