@@ -41,7 +41,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyamg
 import scipy.linalg
-from pyamg import amg_core
 import scipy.sparse as sp
 
 from ._threads import with_small_algebra
@@ -58,14 +57,20 @@ DEFAULT_TOL = 1e-8
 MAX_LOW_RANK = 64
 
 #: The multigrid hierarchy coarsens until a level has at most this many
-#: nodes, then factors that level densely (Cholesky): on kNN graphs the
-#: first coarse level is already nearly dense (Fashion-MNIST 70,000: 1,703
-#: nodes, 26% of the entries), and solving it exactly took 5 CG iterations
-#: to 1e-6 against 8 with further levels.
-MAX_COARSE = 3000
+#: nodes (and at most an eighth of the graph's), then factors that level
+#: densely (Cholesky): on kNN graphs the first coarse level is already nearly
+#: dense (Fashion-MNIST 70,000: 1,703 nodes, 26% of the entries), and solving
+#: it exactly took 6 CG iterations to 1e-6 against 8 with further levels.
+MAX_COARSE = 2500
+
+#: Damping of the Jacobi smoother. The diagonal-scaled operator
+#: ``D^-1/2 (L + S) D^-1/2`` (``D = I + S``) has its eigenvalues in ``(0, 2]``,
+#: so any damping below 1 makes the smoother converge in the energy norm and
+#: the V-cycle a symmetric positive definite preconditioner.
+JACOBI = 0.9
 
 #: Relative ridge added to the coarsest level before its factorisation.
-COARSE_RIDGE = 1e-10
+COARSE_RIDGE = 1e-8
 
 #: A diagonal entry within this factor of the one the preconditioner was
 #: built for is left to conjugate gradients.
@@ -191,16 +196,19 @@ class LaplacianSolver:
         A = (self.laplacian + sp.diags(shift)).tocsr()
         candidate = np.sqrt(self.degrees) + (self.degrees <= 0)
         hierarchy = pyamg.smoothed_aggregation_solver(
-            A, B=candidate[:, None], symmetry="hermitian", max_coarse=MAX_COARSE, keep=False
+            A, B=candidate[:, None], symmetry="hermitian",
+            max_coarse=min(MAX_COARSE, max(self.n_nodes // 8, 1)),
+            keep=False,
         )
         self._levels = [
-            (level.A.tocsr(), level.P.tocsr(), level.R.tocsr()) for level in hierarchy.levels[:-1]
+            (level.A.tocsr(), level.P.tocsr(), level.R.tocsr(), JACOBI / level.A.diagonal())
+            for level in hierarchy.levels[:-1]
         ]
         coarse = hierarchy.levels[-1].A.toarray()
-        # A ridge far below the coarse operator's eigenvalues (tau^2 times an
-        # aggregate's volume) keeps the factor of a singular system (Poisson)
-        # finite; its null mode is projected out after the preconditioner.
-        coarse[np.diag_indices_from(coarse)] += COARSE_RIDGE * coarse.diagonal().max()
+        # A ridge below the coarse operator's eigenvalues (about tau^2 times its
+        # diagonal) keeps the factor of a singular system (Poisson) finite;
+        # the null modes it amplifies are projected out after the preconditioner.
+        coarse[np.diag_indices_from(coarse)] += COARSE_RIDGE * max(coarse.diagonal().max(), 1.0)
         self._coarse = scipy.linalg.cho_factor(coarse)
         self._base_shift = shift.copy()
         self._effective_shift = shift.copy()
@@ -212,23 +220,17 @@ class LaplacianSolver:
     def _vcycle(self, R, level=0):
         """One V-cycle on every column of ``R`` (``(n_level, k)``) at once, from zero.
 
-        Gauss-Seidel forward before and backward after the coarse correction
-        (a symmetric preconditioner), the coarsest level solved by its
-        Cholesky factor. The smoother runs column by column (pyamg's kernel);
-        the transfers and residuals are sparse products with all columns.
+        One damped Jacobi sweep before and one after the coarse correction (a
+        symmetric preconditioner), the coarsest level solved by its Cholesky
+        factor: sparse products with all columns at once.
         """
         if level == len(self._levels):
             return scipy.linalg.cho_solve(self._coarse, R, check_finite=False)
-        A, P, Rt = self._levels[level]
-        n = A.shape[0]
-        B = np.ascontiguousarray(R.T)
-        X = np.zeros_like(B)
-        for x, b in zip(X, B):
-            amg_core.gauss_seidel(A.indptr, A.indices, A.data, x, b, 0, n, 1)
-        X += (P @ self._vcycle(Rt @ (R - A @ X.T), level + 1)).T
-        for x, b in zip(X, B):
-            amg_core.gauss_seidel(A.indptr, A.indices, A.data, x, b, n - 1, -1, -1)
-        return X.T
+        A, P, Rt, step = self._levels[level]
+        X = step[:, None] * R
+        X += P @ self._vcycle(Rt @ (R - A @ X), level + 1)
+        X += step[:, None] * (R - A @ X)
+        return X
 
     def _prepare(self, shift):
         """Make the preconditioner fit ``L + diag(shift)`` (see the class notes)."""
