@@ -205,8 +205,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         refit with ``logistic``, ``probit`` or ``ce`` (whose evidence needs a
         Newton fit per grid point), or with ``model="full"`` (where a new
         value means a new solve from scratch), reuses the last choice until
-        the number of labels has grown by a quarter. The paper's values (:data:`PAPER_HYPERPARAMETERS`, e.g.
-        tau=0.005, gamma=0.5 for ``ce``) collapse with few labels. With
+        the number of labels has grown by a quarter. The paper's values
+        (:data:`PAPER_HYPERPARAMETERS`, e.g. tau=0.005, gamma=0.5 for
+        ``ce``) collapse with few labels. With
         ``ce``, at least 2.1e-5 (see Notes).
     gamma : float or "auto", default="auto"
         Scale of the loss. "auto": the value of
@@ -507,8 +508,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         (those with ``tau^2`` at most the median kept eigenvalue) x
         :data:`~skmcal.evidence.DEFAULT_GAMMAS` (an
         "auto" one only) at each fit, except that a warm refit of a Newton
-        loss or of the full-graph model reuses the last choice while the number of labels has grown by
-        less than ``AUTO_REUSE_GROWTH`` since it was made (active learning
+        loss or of the full-graph model reuses the last choice while the
+        number of labels has grown by less than ``AUTO_REUSE_GROWTH`` since
+        it was made (active learning
         adds a few labels per refit; the choice moves slowly).
         """
         tau, gamma = self._tau_gamma()
