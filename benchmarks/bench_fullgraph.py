@@ -207,8 +207,17 @@ def main(argv=None):
     p.add_argument("--no-timing", action="store_true", help="skip the solver timing table")
     p.add_argument("--graph-cache", type=Path, default=None, help="folder to keep built graphs")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--name", default="bench_fullgraph", help="results file: <out>/<name>.md")
     args = p.parse_args(argv)
-    lines = [f"machine: {os.cpu_count()} cores, load average {os.getloadavg()}, tol {args.tol}", ""]
+    import skmcal
+
+    command = " ".join(["python benchmarks/bench_fullgraph.py", *(argv or [])])
+    lines = [
+        f"command: `{command}`",
+        f"skmcal: {Path(skmcal.__file__).parent} ({h.revision()})",
+        f"machine: {os.cpu_count()} cores, load average {os.getloadavg()}, tol {args.tol}",
+        "",
+    ]
     if args.sizes:
         X, y = load_fashion_mnist(n_samples=max(args.sizes))
     if args.sizes and args.al_iterations:
@@ -246,8 +255,10 @@ def main(argv=None):
     print("\n".join(lines))
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "bench_fullgraph.md").write_text("\n".join(lines) + "\n")
+        (args.out / f"{args.name}.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(sys.argv[1:])
