@@ -219,9 +219,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         Hessian too).
     tol : float, default=1e-10
         Newton stops when every coordinate of its exact step at the current
-        point is at most ``tol * (1 + max|coef|)``. Not used by
-        ``model="full"`` and ``"poisson"``, whose sparse solves stop at the
-        relative residual :data:`skmcal.fullgraph.DEFAULT_TOL`.
+        point is at most ``tol * (1 + max|coef|)``. ``model="full"``: the
+        relative residual of its sparse solves (:mod:`skmcal.fullgraph`).
     warm_start : bool, default=True
         Start Newton's method from the previous ``coef_`` when refitting on
         the same graph with the same loss and classes (the active-learning
@@ -733,7 +732,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         else:
             solution = fit_full_graph(
                 loss, graph.weights, labeled_nodes, targets, tau, gamma,
-                init=None if previous is None else previous.base, max_iter=self.max_iter,
+                init=None if previous is None else previous.base,
+                tol=self.tol, max_iter=self.max_iter,
             )  # fmt: skip
             latent, n_iter, converged = solution.latent, solution.n_iter, solution.converged
         return posterior_around(
