@@ -203,9 +203,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         approximation otherwise; :mod:`skmcal.evidence`), jointly with
         ``gamma`` when that is "auto" too; used for every ``model``. A warm
         refit with ``logistic``, ``probit`` or ``ce`` (whose evidence needs a
-        Newton fit per grid point) reuses the last choice until the number
-        of labels has grown by a quarter. The paper's values (:data:`PAPER_HYPERPARAMETERS`, e.g.
-        tau=0.005, gamma=0.5 for ``ce``) collapse with few labels. With
+        Newton fit per grid point), or with ``model="full"`` (where a new
+        value means a new solve from scratch), reuses the last choice until
+        the number of labels has grown by a quarter. The paper's values
+        (:data:`PAPER_HYPERPARAMETERS`, e.g. tau=0.005, gamma=0.5 for
+        ``ce``) collapse with few labels. With
         ``ce``, at least 2.1e-5 (see Notes).
     gamma : float or "auto", default="auto"
         Scale of the loss. "auto": the value of
@@ -217,7 +219,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         Hessian too).
     tol : float, default=1e-10
         Newton stops when every coordinate of its exact step at the current
-        point is at most ``tol * (1 + max|coef|)``.
+        point is at most ``tol * (1 + max|coef|)``. ``model="full"``: the
+        relative residual of its sparse solves (:mod:`skmcal.fullgraph`).
     warm_start : bool, default=True
         Start Newton's method from the previous ``coef_`` when refitting on
         the same graph with the same loss and classes (the active-learning
@@ -504,16 +507,19 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         (those with ``tau^2`` at most the median kept eigenvalue) x
         :data:`~skmcal.evidence.DEFAULT_GAMMAS` (an
         "auto" one only) at each fit, except that a warm refit of a Newton
-        loss reuses the last choice while the number of labels has grown by
-        less than ``AUTO_REUSE_GROWTH`` since it was made (active learning
+        loss or of the full-graph model reuses the last choice while the
+        number of labels has grown by less than ``AUTO_REUSE_GROWTH`` since
+        it was made (active learning
         adds a few labels per refit; the choice moves slowly).
         """
         tau, gamma = self._tau_gamma()
         if tau is not None and gamma is not None:
             return tau, gamma
         n_labeled = labeled_nodes.size
-        # gr/mgr: the evidence is a closed form, cheap enough for every fit.
-        last = getattr(self, "_auto_choice", None) if warm and not loss.closed_form else None
+        # gr/mgr: the evidence is a closed form, cheap enough for every spectral
+        # fit; a full-graph refit with another (tau, gamma) would solve afresh.
+        reuse = warm and (not loss.closed_form or self.model == "full")
+        last = getattr(self, "_auto_choice", None) if reuse else None
         if last is not None and n_labeled < AUTO_REUSE_GROWTH * last[0]:
             return last[1], last[2]
         # tau^2 above most kept eigenvalues flattens the prior over them (the

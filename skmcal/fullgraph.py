@@ -56,6 +56,22 @@ DEFAULT_TOL = 1e-8
 #: (Woodbury) correction before it is rebuilt.
 MAX_LOW_RANK = 64
 
+#: The multigrid hierarchy coarsens until a level has at most this many
+#: nodes (and at most an eighth of the graph's), then factors that level
+#: densely (Cholesky): on kNN graphs the first coarse level is already nearly
+#: dense (Fashion-MNIST 70,000: 1,703 nodes, 26% of the entries), and solving
+#: it exactly took 6 CG iterations to 1e-6 against 8 with further levels.
+MAX_COARSE = 2500
+
+#: Damping of the Jacobi smoother. The diagonal-scaled operator
+#: ``D^-1/2 (L + S) D^-1/2`` (``D = I + S``) has its eigenvalues in ``(0, 2]``,
+#: so any damping below 1 makes the smoother converge in the energy norm and
+#: the V-cycle a symmetric positive definite preconditioner.
+JACOBI = 0.9
+
+#: Relative ridge added to the coarsest level before its factorisation.
+COARSE_RIDGE = 1e-8
+
 #: A diagonal entry within this factor of the one the preconditioner was
 #: built for is left to conjugate gradients.
 DIAGONAL_SLACK = 2.0
@@ -159,7 +175,8 @@ class LaplacianSolver:
         self.degrees = np.asarray(W.sum(axis=1)).ravel()
         self.laplacian = normalized_laplacian(W)
         self.n_setups = 0
-        self._hierarchy = None
+        self._levels = None
+        self._coarse = None
         self._base_shift = None
         self._effective_shift = None
         self._nodes = np.empty(0, dtype=np.intp)
@@ -178,9 +195,21 @@ class LaplacianSolver:
     def _build(self, shift):
         A = (self.laplacian + sp.diags(shift)).tocsr()
         candidate = np.sqrt(self.degrees) + (self.degrees <= 0)
-        self._hierarchy = pyamg.smoothed_aggregation_solver(
-            A, B=candidate[:, None], symmetry="hermitian"
+        hierarchy = pyamg.smoothed_aggregation_solver(
+            A, B=candidate[:, None], symmetry="hermitian",
+            max_coarse=min(MAX_COARSE, max(self.n_nodes // 8, 1)),
+            keep=False,
         )
+        self._levels = [
+            (level.A.tocsr(), level.P.tocsr(), level.R.tocsr(), JACOBI / level.A.diagonal())
+            for level in hierarchy.levels[:-1]
+        ]
+        coarse = hierarchy.levels[-1].A.toarray()
+        # A ridge below the coarse operator's eigenvalues (about tau^2 times its
+        # diagonal) keeps the factor of a singular system (Poisson) finite;
+        # the null modes it amplifies are projected out after the preconditioner.
+        coarse[np.diag_indices_from(coarse)] += COARSE_RIDGE * max(coarse.diagonal().max(), 1.0)
+        self._coarse = scipy.linalg.cho_factor(coarse)
         self._base_shift = shift.copy()
         self._effective_shift = shift.copy()
         self._nodes = np.empty(0, dtype=np.intp)
@@ -188,12 +217,24 @@ class LaplacianSolver:
         self._small = None
         self.n_setups += 1
 
-    def _vcycle(self, r):
-        return self._hierarchy.solve(r, x0=np.zeros_like(r), tol=0.0, maxiter=1, cycle="V")
+    def _vcycle(self, R, level=0):
+        """One V-cycle on every column of ``R`` (``(n_level, k)``) at once, from zero.
+
+        One damped Jacobi sweep before and one after the coarse correction (a
+        symmetric preconditioner), the coarsest level solved by its Cholesky
+        factor: sparse products with all columns at once.
+        """
+        if level == len(self._levels):
+            return scipy.linalg.cho_solve(self._coarse, R, check_finite=False)
+        A, P, Rt, step = self._levels[level]
+        X = step[:, None] * R
+        X += P @ self._vcycle(Rt @ (R - A @ X), level + 1)
+        X += step[:, None] * (R - A @ X)
+        return X
 
     def _prepare(self, shift):
         """Make the preconditioner fit ``L + diag(shift)`` (see the class notes)."""
-        if self._hierarchy is None or self._base_shift.shape != shift.shape:
+        if self._levels is None or self._base_shift.shape != shift.shape:
             self._build(shift)
             return
         # The smoothest mode, D^1/2 1, is seen by the shift alone (L vanishes on it).
@@ -213,11 +254,9 @@ class LaplacianSolver:
             return
         new = np.setdiff1d(changed, self._nodes)
         if new.size:
-            columns = np.empty((self.n_nodes, new.size))
-            for i, node in enumerate(new):
-                e = np.zeros(self.n_nodes)
-                e[node] = 1.0
-                columns[:, i] = self._vcycle(e)
+            unit = np.zeros((self.n_nodes, new.size))
+            unit[new, np.arange(new.size)] = 1.0
+            columns = self._vcycle(unit)
             order = np.argsort(np.concatenate([self._nodes, new]), kind="stable")
             self._columns = np.hstack([self._columns, columns])[:, order]
             self._nodes = nodes
@@ -228,9 +267,7 @@ class LaplacianSolver:
         self._small = scipy.linalg.lu_factor(small)
 
     def _precondition(self, R):
-        out = np.empty_like(R)
-        for c in range(R.shape[1]):
-            out[:, c] = self._vcycle(R[:, c])
+        out = self._vcycle(R)
         if self._small is not None:
             out -= self._columns @ scipy.linalg.lu_solve(self._small, out[self._nodes])
         return out

@@ -137,6 +137,71 @@ def test_preconditioner_low_rank_update_and_rebuild():
     assert solver.n_setups == 2
 
 
+def test_block_vcycle_is_a_symmetric_positive_definite_preconditioner():
+    """The V-cycle on a block of columns is one linear SPD operator, column by column the same."""
+    W, _ = _graph(n=300, seed=3)
+    solver = LaplacianSolver(W)
+    shift = np.full(300, 1e-4)
+    shift[:5] += 100.0
+    solver._prepare(shift)
+    assert len(solver._levels) >= 1  # at least one coarsening: the cycle, not only the factor
+    M = solver._precondition(np.eye(300))
+    np.testing.assert_allclose(M, M.T, atol=1e-12 * np.abs(M).max())
+    assert np.linalg.eigvalsh((M + M.T) / 2).min() > 0
+    R = np.random.RandomState(0).randn(300, 4)
+    columns = np.column_stack([solver._precondition(R[:, [c]])[:, 0] for c in range(4)])
+    np.testing.assert_allclose(solver._precondition(R), columns, atol=1e-13)
+    np.testing.assert_allclose(solver._precondition(R), M @ R, atol=1e-11)
+
+
+def test_singular_system_with_zero_coarse_levels():
+    """Shift 0 on three components: the coarsest level is zero; the projected solve is exact."""
+    blocks = [sp.diags([np.ones(4), np.ones(4)], [-1, 1], shape=(5, 5)) for _ in range(3)]
+    W = sp.block_diag(blocks).tocsr()
+    solver = LaplacianSolver(W)
+    root = np.sqrt(solver.degrees)
+    nulls = np.zeros((15, 3))
+    for c in range(3):
+        nulls[5 * c : 5 * c + 5, c] = root[5 * c : 5 * c + 5]
+    nulls /= np.linalg.norm(nulls, axis=0)
+
+    def project(X):
+        return X - nulls @ (nulls.T @ X)
+
+    b = project(np.random.RandomState(0).randn(15, 2))
+    x, _, converged = solver.solve(np.zeros(15), b, atol=np.full(2, 1e-12), project=project)
+    assert converged
+    L = dense_laplacian(W.toarray())
+    np.testing.assert_allclose(project(x), np.linalg.pinv(L) @ b, atol=1e-10)
+
+
+@pytest.mark.parametrize(("tau", "gamma"), [(0.005, 0.1), (0.1, 0.5)])
+def test_active_learning_refits_match_a_dense_solve_at_the_default_tol(tau, gamma):
+    """Warm refits adding labels in batches (Woodbury path), default tol: the dense MAP."""
+    loss = LOSSES["mgr"]
+    n = 300
+    W, _ = _graph(n=n, seed=3)
+    Q0 = normalized_laplacian(W).toarray() + tau**2 * np.eye(n)
+    rng = np.random.RandomState(2)
+    order = rng.permutation(n)[:30]
+    Y = np.eye(N_CLASSES)[rng.randint(N_CLASSES, size=30)]
+    solver, latent = LaplacianSolver(W), None
+    for size in (6, 11, 16, 21, 30):
+        labeled = order[:size]
+        fit = fit_full_graph(loss, W, labeled, Y[:size], tau, gamma, init=latent, solver=solver)
+        latent = fit.latent
+        Q = Q0.copy()
+        Q[labeled, labeled] += 1.0 / gamma**2
+        B = np.zeros((n, N_CLASSES))
+        B[labeled] = Y[:size] / gamma**2
+        expected = np.linalg.solve(Q, B)
+        assert fit.converged
+        # DEFAULT_TOL (1e-8, relative residual) keeps latent values within 1e-5 of their scale
+        np.testing.assert_allclose(latent, expected, atol=1e-5 * np.abs(expected).max())
+        np.testing.assert_array_equal(latent.argmax(axis=1), expected.argmax(axis=1))
+    assert solver.n_setups == 1
+
+
 def test_solver_for_is_shared_per_matrix():
     W, _ = _graph()
     assert solver_for(W) is solver_for(W)
@@ -200,3 +265,34 @@ def test_spectral_hessian_at_the_full_graph_map(name):
             second = np.full(labeled.size, 1.0 / gamma**2)
         expected = np.diag(prior) + P.T @ np.diag(second) @ P
     np.testing.assert_allclose(got, expected, atol=1e-10)
+
+
+def test_classifier_full_refits_reuse_the_auto_choice(monkeypatch):
+    """model="full": a warm refit keeps (tau, gamma) until the labels grow by a quarter."""
+    from sklearn.datasets import make_moons
+
+    import skmcal.classifier as module
+    from skmcal import SpectralGraphClassifier
+
+    calls = []
+    select = module.select_hyperparameters
+
+    def counting(*args, **kwargs):
+        calls.append(args[2].shape[0])
+        return select(*args, **kwargs)
+
+    monkeypatch.setattr(module, "select_hyperparameters", counting)
+    X, y_true = make_moons(200, noise=0.05, random_state=0)
+    order = np.random.RandomState(0).permutation(200)
+    clf = SpectralGraphClassifier("mgr", model="full", n_eigs=20)
+    for size in (8, 9, 10, 11):
+        y = np.full(200, -1)
+        y[order[:size]] = y_true[order[:size]]
+        clf.fit(X, y)
+    assert calls == [8, 10]
+    cold = SpectralGraphClassifier(
+        "mgr", model="full", n_eigs=20, tau=clf.tau_, gamma=clf.gamma_, warm_start=False
+    ).fit(X, y)
+    np.testing.assert_allclose(
+        clf.posterior_.base, cold.posterior_.base, atol=1e-5 * np.abs(cold.posterior_.base).max()
+    )
