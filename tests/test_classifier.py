@@ -679,7 +679,7 @@ def test_n_eigs_sets_the_spectrum_size():
 @pytest.mark.parametrize("tau, gamma", [("auto", "auto"), (0.3, 0.7)])
 def test_mgr_coef_matches_closed_form(tau, gamma):
     X, _, y = blobs([[0, 0], [6, 0], [0, 6]], labels_per_class=3)
-    clf = SpectralGraphClassifier(tau=tau, gamma=gamma, n_eigs=20).fit(X, y)
+    clf = SpectralGraphClassifier("mgr", tau=tau, gamma=gamma, n_eigs=20).fit(X, y)
     labeled = np.flatnonzero(y != -1)
     P = clf.eigenvectors_[labeled]
     Y = np.eye(3)[y[labeled]]
