@@ -122,20 +122,22 @@ CONFIG_FILE = "config.json"
 #: Keys of ``config.json`` not compared when resuming.
 _UNCOMPARED_KEYS = frozenset({"skmcal_version"})
 
-#: Query strategies by name: the :mod:`skmcal.query` function and its options.
+#: Query strategies by name: the :mod:`skmcal.query` function and its options
+#: (a name without ``-greedy`` or ``-localmax`` means the paper's top-k batches).
 STRATEGIES: dict[str, tuple[Callable, dict[str, Any]]] = {
-    "mc": (model_change, {}),
+    "mc": (model_change, {"batch": "topk"}),
     "mc-greedy": (model_change, {"batch": "greedy"}),
     "mc-localmax": (model_change, {"batch": "localmax"}),
-    "vopt": (vopt, {}),
+    "vopt": (vopt, {"batch": "topk"}),
     "vopt-greedy": (vopt, {"batch": "greedy"}),
     "vopt-localmax": (vopt, {"batch": "localmax"}),
-    "sopt": (sopt, {}),
+    "sopt": (sopt, {"batch": "topk"}),
     "sopt-greedy": (sopt, {"batch": "greedy"}),
     "sopt-localmax": (sopt, {"batch": "localmax"}),
-    "unc": (uncertainty, {"measure": "margin"}),
-    "unc-entropy": (uncertainty, {"measure": "entropy"}),
-    "unc-lc": (uncertainty, {"measure": "least_confident"}),
+    "unc": (uncertainty, {"measure": "margin", "batch": "topk"}),
+    "unc-greedy": (uncertainty, {"measure": "margin", "batch": "greedy"}),
+    "unc-entropy": (uncertainty, {"measure": "entropy", "batch": "topk"}),
+    "unc-lc": (uncertainty, {"measure": "least_confident", "batch": "topk"}),
     "rand": (random_sampling, {}),
     # The paper's baselines, in their own models (skmcal.baselines): the loss
     # only sets the classifier that provides the graph and the labeled nodes.
@@ -216,7 +218,7 @@ def parse_strategy(spec: str, default_loss: str) -> StrategySpec:
     >>> parse_strategy("MC:GR", "mgr").label
     'mc:gr'
     >>> parse_strategy("unc", "logistic").options
-    {'measure': 'margin'}
+    {'measure': 'margin', 'batch': 'topk'}
     """
     if not isinstance(spec, str):
         raise TypeError(f"A strategy must be a string 'name' or 'name:loss'; got {spec!r}.")
@@ -1459,9 +1461,10 @@ def run_experiment(
         ``(X, y)`` pair (any label values; ``-1`` is an ordinary label here).
     strategies : sequence of str, default=("mc", "vopt", "sopt", "unc", "rand")
         ``"name"`` or ``"name:loss"``, names from :data:`STRATEGIES`
-        (``mc``, ``vopt``, ``sopt``, each also with ``-greedy`` or
-        ``-localmax`` batches (``mc-greedy``, ``mc-localmax``, ...), ``unc``
-        (margin), ``unc-entropy``, ``unc-lc``, ``rand``, and the baselines
+        (``mc``, ``vopt``, ``sopt`` with the paper's top-k batches, each also
+        with ``-greedy`` or ``-localmax`` batches (``mc-greedy``,
+        ``mc-localmax``, ...), ``unc`` (margin, top-k), ``unc-greedy``,
+        ``unc-entropy``, ``unc-lc``, ``rand``, and the baselines
         ``vopt-hf``, ``sopt-hf``, ``db-rkhs``).
         The loss is the model the strategy queries for and whose accuracy is
         recorded (a baseline is scored in its own model); without one,
