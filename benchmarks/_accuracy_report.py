@@ -140,6 +140,8 @@ def plot(name: str, stats: dict, configs: dict, path: Path) -> None:
                 label = "default (skmcal defaults + model change)"
             elif config is not None and config.strategy == strategy:
                 kw = styles.get(model, {"color": "gray", "lw": 1.3})
+                if suffix.endswith("-greedy"):  # greedy batches: the loss's colour, dashed
+                    kw = {**kw, "ls": "--"}
                 label = f"skmcal {model}" if config.family == "skmcal" else model
                 label += "" if suffix == strategy else f" ({suffix})"
             else:
@@ -169,8 +171,9 @@ def plot(name: str, stats: dict, configs: dict, path: Path) -> None:
         ncol=min(len(labels), 8),
         frameon=False,
     )
-    trials = max(s["acc"].shape[0] for s in stats.values())
-    fig.suptitle(f"{name}: accuracy against labels, mean ± std over {trials} trial(s)")
+    counts = sorted({s["acc"].shape[0] for s in stats.values()})
+    trials = str(counts[0]) if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
+    fig.suptitle(f"{name}: accuracy against labels, mean ± std over {trials} trials per method")
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)

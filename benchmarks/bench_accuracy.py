@@ -86,10 +86,16 @@ CONFIGS: dict[str, Config] = {
     # The full-graph and Poisson models (tau, gamma "auto").
     **{f"full-mgr:{s}": Config("skmcal", s, {"model": "full"}, MULTI) for s in ("mc", "unc")},
     **{f"poisson:{s}": Config("skmcal", s, {"model": "poisson"}, MULTI) for s in ("mc", "unc")},
+    **{f"mgr:{s}": Config("skmcal", s, {"loss": "mgr"}, MULTI) for s in STRATEGIES},
+    # ce takes two classes as well as more.
+    **{f"ce:{s}": Config("skmcal", s, {"loss": "ce"}) for s in STRATEGIES},
+    # Greedy batches (each pick updates the posterior with its pseudo-label before the next).
     **{
-        f"{loss}:{s}": Config("skmcal", s, {"loss": loss}, MULTI)
-        for loss in ("mgr", "ce")
-        for s in STRATEGIES
+        "mgr:mc-greedy": Config("skmcal", "mc", {"loss": "mgr"}, MULTI, {"batch": "greedy"}),
+        **{
+            f"ce:{s}-greedy": Config("skmcal", s, {"loss": "ce"}, options={"batch": "greedy"})
+            for s in ("mc", "vopt", "sopt", "unc")
+        },
     },
     **{
         f"{loss}:{s}": Config("skmcal", s, {"loss": loss}, BINARY)
