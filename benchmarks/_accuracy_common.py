@@ -236,11 +236,13 @@ class PeerGraphs:
         )
 
 
+#: The configurations' strategies, with the paper's top-k batches unless a
+#: configuration's options say otherwise (``default`` takes skmcal's defaults).
 _SKMCAL_STRATEGIES = {
-    "mc": (skmcal.model_change, {}),
-    "vopt": (skmcal.vopt, {}),
-    "sopt": (skmcal.sopt, {}),
-    "unc": (skmcal.uncertainty, {"measure": "margin"}),
+    "mc": (skmcal.model_change, {"batch": "topk"}),
+    "vopt": (skmcal.vopt, {"batch": "topk"}),
+    "sopt": (skmcal.sopt, {"batch": "topk"}),
+    "unc": (skmcal.uncertainty, {"measure": "margin", "batch": "topk"}),
 }
 
 

@@ -36,6 +36,7 @@ import argparse
 import csv
 import datetime as dt
 import fnmatch
+import inspect
 import json
 import math
 import os
@@ -64,7 +65,11 @@ from _accuracy_common import (
 )
 from _accuracy_report import report
 
+import skmcal
 from skmcal.classifier import PAPER_HYPERPARAMETERS as PAPER
+
+#: skmcal's default batch mode (the configurations below otherwise use top-k batches).
+DEFAULT_BATCH = inspect.signature(skmcal.model_change).parameters["batch"].default
 
 SETTINGS = {"n_start": N_START, "batch": BATCH, "n_final": N_FINAL, "candidates": 0.1}
 
@@ -72,8 +77,9 @@ MULTI, BINARY = "multiclass", "binary"
 STRATEGIES = ("mc", "vopt", "sopt", "unc", "rand")
 #: The methods. skmcal: SpectralGraphClassifier(nodes=pool, **params) on the data set's graph.
 CONFIGS: dict[str, Config] = {
-    # The classifier's defaults, graph included, with model change: what a new user gets.
-    "default": Config("skmcal", "mc", data_graph=False),
+    # The classifier's defaults, graph included, with model change and its default batch
+    # mode: what a new user gets.
+    "default": Config("skmcal", "mc", options={"batch": DEFAULT_BATCH}, data_graph=False),
     # The paper's (tau, gamma) (the defaults before tau="auto", gamma="auto").
     **{
         f"paper-{loss}:{s}": Config(

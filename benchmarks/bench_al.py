@@ -46,11 +46,11 @@ LOSSES = ("gr", "logistic", "probit", "mgr", "ce")
 BINARY = ("gr", "logistic", "probit")
 #: (row name, skmcal strategy, query options, graphlearning counterpart)
 STRATEGIES = (
-    ("model_change", "model_change", {}, "model_change"),
+    ("model_change", "model_change", {"batch": "topk"}, "model_change"),
     ("model_change[greedy]", "model_change", {"batch": "greedy"}, "model_change"),
-    ("vopt", "vopt", {}, "var_opt"),
-    ("sopt", "sopt", {}, "sigma_opt"),
-    ("uncertainty", "uncertainty", {}, "unc_sampling"),
+    ("vopt", "vopt", {"batch": "topk"}, "var_opt"),
+    ("sopt", "sopt", {"batch": "topk"}, "sigma_opt"),
+    ("uncertainty", "uncertainty", {"batch": "topk"}, "unc_sampling"),
     ("random_sampling", "random_sampling", {}, None),
 )
 GL_ACQUISITIONS = ("model_change", "var_opt", "sigma_opt", "unc_sampling")

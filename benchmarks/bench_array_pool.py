@@ -81,7 +81,8 @@ def iterate(learners, X, y, iterations, seed):
         for name in names if it % 2 else names[::-1]:
             learner, pool = learners[name]
             t0 = time.perf_counter()
-            idx, _ = learner.query(pool, n_instances=5, candidates=0.1, random_state=seed + it)
+            idx, _ = learner.query(pool, n_instances=5, candidates=0.1, batch="topk",
+                                       random_state=seed + it)
             t1 = time.perf_counter()
             learner.teach(X[idx], y[idx])
             t2 = time.perf_counter()

@@ -70,7 +70,7 @@ def run(X, y, pool, loss, strategy, rule, trial, args, grid):
         rows.append([loss, strategy, rule, trial, batch, labeled.size, clf.tau_, clf.gamma_, acc])
         if batch == args.batches:
             break
-        kwargs = {"candidates": args.candidates, "random_state": rng}
+        kwargs = {"candidates": args.candidates, "batch": "topk", "random_state": rng}
         picked, _ = STRATEGIES[strategy](clf, pool, n_instances=args.batch_size, **kwargs)
         labeled = np.concatenate([labeled, picked])
     return rows

@@ -145,7 +145,8 @@ def al_iterations(n, X, y, args):
     for it in range(args.al_iterations):
         with h.Contention() as load:
             t0 = time.perf_counter()
-            idx, _ = model_change(clf, pool, n_instances=5, candidates=0.1, random_state=it)
+            idx, _ = model_change(clf, pool, n_instances=5, candidates=0.1, batch="topk",
+                                         random_state=it)
             t1 = time.perf_counter()
             labeled.extend(idx)
             clf.fit(X[labeled], y[labeled])

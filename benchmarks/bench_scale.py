@@ -125,7 +125,8 @@ def run_size(n, args):
         labeled, times = list(init), []
         for it in range(args.iterations + 1):
             t0 = time.perf_counter()
-            idx, _ = model_change(clf, pool, n_instances=5, candidates=0.1, random_state=it)
+            idx, _ = model_change(clf, pool, n_instances=5, candidates=0.1, batch="topk",
+                                 random_state=it)
             labeled.extend(idx)
             clf.fit(X[labeled], y[labeled])
             times.append(time.perf_counter() - t0)

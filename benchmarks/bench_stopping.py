@@ -84,7 +84,7 @@ def trial_rows(name, data, loss, trial, args):
                 fired[spec] = (labeled.size, accuracy)
         if labeled.size >= args.final_labels:
             break
-        queried, _ = model_change(clf, pool, 5, candidates=0.1, random_state=rng)
+        queried, _ = model_change(clf, pool, 5, candidates=0.1, batch="topk", random_state=rng)
         labeled = np.concatenate([labeled, queried])
     seconds = time.perf_counter() - start
     return [

@@ -346,46 +346,47 @@ def test_other_nodeset_pool_is_rejected():
 
 def test_candidates_none_float_int_array():
     clf, X, y, labeled = _pool("gr")
+    mc = functools.partial(model_change, batch="topk")
     unlabeled = _unlabeled(X, labeled)
     n_unl = unlabeled.size
-    all_idx, all_scores = model_change(clf, X, batch="topk", n_instances=n_unl)
+    all_idx, all_scores = mc(clf, X, n_instances=n_unl)
     score_of = dict(zip(all_idx.tolist(), all_scores, strict=True))
 
     # None: every unlabeled row
-    np.testing.assert_array_equal(np.sort(model_change(clf, X, batch="topk", n_instances=n_unl,
+    np.testing.assert_array_equal(np.sort(mc(clf, X, n_instances=n_unl,
                                                        candidates=None)[0]), unlabeled)
     # float: a random fraction, ceil(f * n_unlabeled) rows, scored exactly
     size = int(np.ceil(0.2 * n_unl))
-    idx, scores = model_change(clf, X, batch="topk", n_instances=size, candidates=0.2, random_state=5)
+    idx, scores = mc(clf, X, n_instances=size, candidates=0.2, random_state=5)
     assert np.unique(idx).size == size and not np.isin(idx, labeled).any()
     np.testing.assert_allclose(scores, [score_of[i] for i in idx], rtol=1e-12)
     assert np.all(np.diff(scores) <= 0)
     with pytest.raises(ValueError, match="exceeds"):
-        model_change(clf, X, batch="topk", n_instances=n_unl + 1, candidates=0.2)
+        mc(clf, X, n_instances=n_unl + 1, candidates=0.2)
     # with the same seed, the best of the subset is the first of the full ranking of it
-    best, _ = model_change(clf, X, batch="topk", n_instances=1, candidates=0.2, random_state=5)
+    best, _ = mc(clf, X, n_instances=1, candidates=0.2, random_state=5)
     assert best[0] == idx[0]
     # float 1.0: everything
     np.testing.assert_array_equal(
-        np.sort(model_change(clf, X, batch="topk", n_instances=n_unl, candidates=1.0)[0]), unlabeled)
+        np.sort(mc(clf, X, n_instances=n_unl, candidates=1.0)[0]), unlabeled)
     # int: that many at random; more than available is clipped
-    idx, _ = model_change(clf, X, batch="topk", n_instances=7, candidates=7, random_state=2)
+    idx, _ = mc(clf, X, n_instances=7, candidates=7, random_state=2)
     assert np.unique(idx).size == 7 and not np.isin(idx, labeled).any()
     with pytest.raises(ValueError, match="exceeds"):
-        model_change(clf, X, batch="topk", n_instances=8, candidates=np.arange(7),
+        mc(clf, X, n_instances=8, candidates=np.arange(7),
                      random_state=2)
-    idx, _ = model_change(clf, X, batch="topk", n_instances=n_unl, candidates=10**6)
+    idx, _ = mc(clf, X, n_instances=n_unl, candidates=10**6)
     np.testing.assert_array_equal(np.sort(idx), unlabeled)
-    idx, _ = model_change(clf, X, batch="topk", n_instances=2, candidates=np.int64(3), random_state=0)
+    idx, _ = mc(clf, X, n_instances=2, candidates=np.int64(3), random_state=0)
     assert idx.size == 2
     # array: exactly these rows (negative indices count from the end; repeats merge)
     rows = np.array([unlabeled[0], unlabeled[4], unlabeled[4], -1])
     last = X.shape[0] - 1
     expected_rows = {unlabeled[0], unlabeled[4]} | ({last} if last in unlabeled else set())
-    idx, scores = model_change(clf, X, batch="topk", n_instances=len(expected_rows), candidates=rows)
+    idx, scores = mc(clf, X, n_instances=len(expected_rows), candidates=rows)
     assert set(idx.tolist()) == expected_rows
     np.testing.assert_allclose(scores, [score_of[i] for i in idx], rtol=1e-12)
-    idx, _ = model_change(clf, X, batch="topk", n_instances=1, candidates=[unlabeled[9]])
+    idx, _ = mc(clf, X, n_instances=1, candidates=[unlabeled[9]])
     assert idx.tolist() == [unlabeled[9]]
 
 
