@@ -9,6 +9,7 @@ that uses the same nodes and graph parameters.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import hashlib
@@ -30,6 +31,7 @@ from scipy.sparse.linalg import norm as sparse_norm
 from sklearn.base import clone
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_array, check_random_state
+from threadpoolctl import threadpool_limits
 
 #: Above this many nodes the spectrum is computed by ARPACK (eigsh); at or
 #: below it, or when ``n_eigs`` is a third of the nodes or more, by dense ``eigh``.
@@ -1303,6 +1305,18 @@ class _FileLock:
             self._fd = None
 
 
+def _build_threads(n_jobs):
+    """Thread pools (BLAS, OpenMP) of a graph build: ``n_jobs`` threads, or as they are (None).
+
+    A joblib worker has its pools limited to its share of the cores; with
+    ``n_jobs`` given, the build that other workers may be waiting for (see
+    :class:`_DiskStore`) uses that many threads instead.
+    """
+    if n_jobs is None:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=joblib.effective_n_jobs(n_jobs))
+
+
 class GraphCache:
     """A small least-recently-used cache of spectral graphs, keyed by content.
 
@@ -1434,7 +1448,8 @@ class GraphCache:
                 level, "Equal rows among %d nodes: %.2f s.", nodes.n_nodes,
                 time.perf_counter() - start,
             )  # fmt: skip
-        graph = build_graph(nodes.data, params, first_equal, verbose)
+        with _build_threads(params.n_jobs):
+            graph = build_graph(nodes.data, params, first_equal, verbose)
         with self._lock:
             self.builds += bool(count)
         return graph

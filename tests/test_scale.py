@@ -431,3 +431,22 @@ def test_cli_reports_data_graph_and_spectrum_phases(tmp_path, capsys):
     assert main([*run, "--out", str(tmp_path / "b"), "--no-progress"]) == 0
     assert "[skmcal]" not in capsys.readouterr().err
     assert logging.getLogger("skmcal").level == level
+
+
+def test_n_jobs_sets_the_threads_of_a_graph_build(monkeypatch):
+    from threadpoolctl import threadpool_info
+
+    X, _, labels, _ = blobs()
+    seen = []
+    original = graph_module.build_graph
+
+    def spy(*args, **kwargs):
+        seen.append({p["user_api"]: p["num_threads"] for p in threadpool_info()})
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(graph_module, "build_graph", spy)
+    with threadpool_limits(limits=1):
+        SpectralGraphClassifier(n_eigs=5, n_jobs=2).fit(X, labels)
+        SpectralGraphClassifier(n_eigs=6).fit(X, labels)
+    assert set(seen[0].values()) == {2}  # n_jobs=2: two threads while building
+    assert set(seen[1].values()) == {1}  # None: the pools as they are
