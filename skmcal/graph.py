@@ -865,23 +865,40 @@ def _neighbors_from_graph(graph, k, *, exclude_self, source):
     """The ``k`` smallest distances of each row of a sparse distance graph, (n, k) each.
 
     With ``exclude_self`` (the rows are the nodes themselves) a node is never
-    its own neighbour.
+    its own neighbour. Ties keep the graph's order. A graph with as many
+    entries in every row (a kNN transformer's) is sorted row by row, without
+    a row index per entry.
     """
     G = sp.csr_matrix(graph)
-    rows = np.repeat(np.arange(G.shape[0]), np.diff(G.indptr))
+    n, counts = G.shape[0], np.diff(G.indptr)
+    if n and counts.min() == counts.max():
+        dist = G.data.reshape(n, -1).astype(np.float64)
+        cols = G.indices.reshape(n, -1)
+        if exclude_self:
+            own = cols == np.arange(n, dtype=cols.dtype)[:, None]
+            dist[own] = np.inf  # sorted last, and not counted
+            counts = counts - own.sum(axis=1)
+        _check_neighbor_counts(counts, k, source)
+        order = np.argsort(dist, axis=1, kind="stable")[:, :k]
+        return np.take_along_axis(dist, order, 1), np.take_along_axis(cols, order, 1)
+    rows = np.repeat(np.arange(n), counts)
     keep = rows != G.indices if exclude_self else np.ones(G.nnz, dtype=bool)
     rows, cols, dist = rows[keep], G.indices[keep], G.data[keep]
-    counts = np.bincount(rows, minlength=G.shape[0])
+    counts = np.bincount(rows, minlength=n)
+    _check_neighbor_counts(counts, k, source)
+    order = np.lexsort((dist, rows))
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    take = order[(starts[:, None] + np.arange(k)).ravel()]
+    return dist[take].reshape(-1, k).astype(np.float64), cols[take].reshape(-1, k)
+
+
+def _check_neighbor_counts(counts, k, source):
     if counts.min(initial=k) < k:
         raise ValueError(
             f"The neighbors transformer {type(source).__name__} gave {counts.min()} "
             f"neighbours for some rows; {k} are needed (n_neighbors and "
             f"scale_neighbor). Increase its n_neighbors."
         )
-    order = np.lexsort((dist, rows))
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    take = order[(starts[:, None] + np.arange(k)).ravel()]
-    return dist[take].reshape(-1, k).astype(np.float64), cols[take].reshape(-1, k)
 
 
 def _local_scales(params: GraphParams, dist):
@@ -987,6 +1004,29 @@ def _distinct_points(params: GraphParams, data, first=None):
     return data[point_nodes], point_nodes, position[first], params
 
 
+def _index_dtype(n_entries):
+    """int32 for the indices of a sparse matrix with up to 2^31 - 1 entries, else int64."""
+    return np.int32 if n_entries < np.iinfo(np.int32).max else np.int64
+
+
+def _symmetric_knn_weights(weights, ind) -> sp.csr_matrix:
+    """``(K + K^T) / 2`` for ``K[i, ind[i, j]] = weights[i, j]``, built as CSR directly.
+
+    No COO triplets and no int64 row index per entry: ``K`` is CSR with
+    ``k`` entries per row (int32 indices below 2^31 entries), ``W`` its sum
+    with its transpose, halved in place.
+    """
+    m, k = ind.shape
+    index = _index_dtype(2 * m * k)
+    indptr = np.arange(0, m * k + 1, k, dtype=index)
+    K = sp.csr_matrix((weights.ravel(), ind.astype(index).ravel(), indptr), shape=(m, m))
+    K.sum_duplicates()
+    W = (K + K.T).tocsr()
+    del K
+    W.data *= 0.5
+    return W
+
+
 def _affinity(params: GraphParams, data, first_equal=None, level=logging.DEBUG) -> _Affinity:
     """Symmetric affinity ``W`` of the node data, with its scales and neighbour index.
 
@@ -1022,10 +1062,9 @@ def _affinity(params: GraphParams, data, first_equal=None, level=logging.DEBUG) 
     )  # fmt: skip
     scales = _local_scales(params, dist) if params.kernel == "gaussian" else None
     weights = _kernel_weights(params, dist, ind, scales, scales)
+    W = _symmetric_knn_weights(weights, ind[:, : params.n_neighbors])
+    del dist, ind, weights
     m = points.shape[0]
-    rows = np.repeat(np.arange(m), params.n_neighbors)
-    W = sp.csr_matrix((weights.ravel(), (rows, ind[:, : params.n_neighbors].ravel())), shape=(m, m))
-    W = ((W + W.T) * 0.5).tocsr()
     if node_points is not None:
         n = node_points.size
         P = sp.csr_matrix((np.ones(n), (np.arange(n), node_points)), shape=(n, m))
@@ -1077,6 +1116,44 @@ def null_space_basis(W) -> sp.csr_matrix:
     return sp.csr_matrix((values, (rows, column[labels[rows]])), shape=(W.shape[0], kept.size))
 
 
+#: Columns of an ``n_nodes``-row block processed at once after the eigensolver
+#: (projection, signs, residuals): blocks of about 32 MiB, not copies of all
+#: ``n_eigs`` eigenvectors.
+_BLOCK_VALUES = 2**22
+
+
+def _column_blocks(n_rows, n_cols):
+    width = max(1, _BLOCK_VALUES // max(1, n_rows))
+    return [slice(j, min(n_cols, j + width)) for j in range(0, n_cols, width)]
+
+
+def normalized_adjacency(W) -> sp.csr_matrix:
+    """``A = D^-1/2 W D^-1/2`` of a symmetric affinity, exactly symmetric.
+
+    Each entry is ``w_ij (s_i s_j)`` with ``s = D^-1/2`` (0 for a node without
+    edges): the product ``s_i s_j`` is the same both ways, so a symmetric
+    ``W`` gives a symmetric ``A`` to the last bit, with one copy of ``W``
+    (no triple product, no symmetrisation).
+
+    Parameters
+    ----------
+    W : sparse matrix of shape (n_nodes, n_nodes)
+        Symmetric non-negative affinity.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of shape (n_nodes, n_nodes), float64
+    """
+    A = sp.csr_matrix(W, dtype=np.float64, copy=True)
+    s = _inverse_sqrt(np.asarray(A.sum(axis=1)).ravel())
+    rows = np.repeat(np.arange(A.shape[0], dtype=A.indices.dtype), np.diff(A.indptr))
+    scale = s[rows]
+    del rows
+    scale *= s[A.indices]
+    A.data *= scale
+    return A
+
+
 def laplacian_spectrum(W, n_eigs, random_state=None):
     """The ``n_eigs`` smallest eigenpairs of ``L = I - D^-1/2 W D^-1/2``.
 
@@ -1088,7 +1165,18 @@ def laplacian_spectrum(W, n_eigs, random_state=None):
     otherwise, started from a vector drawn from ``random_state``, or from
     seed 0 when it is None, so that identical input gives identical output),
     made orthogonal to the null space and signed so that each eigenvector's
-    entry of largest magnitude is positive.
+    entry of largest magnitude is positive. The eigenvectors are assembled,
+    projected and checked in blocks of columns, so that the peak holds one
+    copy of them (plus the solver's own workspace).
+
+    Parameters
+    ----------
+    W : sparse matrix of shape (n_nodes, n_nodes)
+        Symmetric non-negative affinity.
+    n_eigs : int
+        Number of eigenpairs.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the start of the sparse eigensolver.
 
     Returns
     -------
@@ -1099,17 +1187,14 @@ def laplacian_spectrum(W, n_eigs, random_state=None):
         ``max_i ||A v_i - (1 - lambda_i) v_i||_2``.
     """
     n = W.shape[0]
-    degrees = np.asarray(W.sum(axis=1)).ravel()
-    s = _inverse_sqrt(degrees)
-    A = sp.diags(s) @ W @ sp.diags(s)
-    A = ((A + A.T) * 0.5).tocsr()
+    A = normalized_adjacency(W)
     N = null_space_basis(W)
     n_null = min(N.shape[1], n_eigs)
     n_rest = n_eigs - n_null
     NT = N.T.tocsr()
     shift = _DEFLATED_EIGENVALUE - 1.0
     if n_rest == 0:
-        mu, V = np.ones(0), np.zeros((n, 0))
+        mu, X = np.ones(0), np.zeros((n, 0))
     elif n <= DENSE_EIGEN_MAX_NODES or 3 * n_eigs >= n:
         # numpy's eigh, not scipy's: see the note on OpenBLAS in posterior.py.
         B = A.toarray()
@@ -1117,28 +1202,36 @@ def laplacian_spectrum(W, n_eigs, random_state=None):
             part = slice(NT.indptr[c], NT.indptr[c + 1])
             rows, v = NT.indices[part], NT.data[part]
             B[np.ix_(rows, rows)] += shift * np.outer(v, v)
-        mu, V = np.linalg.eigh(B)
-        mu, V = mu[n - n_rest :], V[:, n - n_rest :]
+        mu, X = np.linalg.eigh(B)
+        mu, X = mu[n - n_rest :], X[:, n - n_rest :]
     else:
         rng = check_random_state(0 if random_state is None else random_state)
         v0 = rng.uniform(-1.0, 1.0, size=n)
         deflated = LinearOperator(
             (n, n), matvec=lambda x: A @ x + shift * (N @ (NT @ x)), dtype=np.float64
         )
-        mu, V = eigsh(
+        mu, X = eigsh(
             deflated, k=n_rest, which="LA", v0=v0, ncv=min(n, max(2 * n_rest + 1, 100)),
             tol=EIGSH_TOL,
         )  # fmt: skip
     order = np.argsort(-mu, kind="stable")
-    mu, V = mu[order], V[:, order]
-    if N.shape[1]:
-        V = V - N @ (NT @ V)
-        V /= np.linalg.norm(V, axis=0).clip(np.finfo(float).tiny, None)
-    flip = V[np.abs(V).argmax(axis=0), np.arange(V.shape[1])] < 0
-    V[:, flip] *= -1.0
-    V = np.ascontiguousarray(np.hstack([N[:, :n_null].toarray(), V]))
-    mu = np.concatenate([np.ones(n_null), mu])
-    residual = float(np.linalg.norm(A @ V - V * mu, axis=0).max(initial=0.0))
+    mu = np.concatenate([np.ones(n_null), mu[order]])
+    V = np.empty((n, n_eigs))
+    V[:, :n_null] = N[:, :n_null].toarray()
+    residual = 0.0
+    for cols in _column_blocks(n, n_eigs):
+        rest = range(max(cols.start, n_null), cols.stop)
+        if rest:
+            block = X[:, order[rest.start - n_null : rest.stop - n_null]]
+            if N.shape[1]:
+                block -= N @ (NT @ block)
+            block /= np.linalg.norm(block, axis=0).clip(np.finfo(float).tiny, None)
+            flip = block[np.abs(block).argmax(axis=0), np.arange(block.shape[1])] < 0
+            block[:, flip] *= -1.0
+            V[:, rest.start : rest.stop] = block
+            del block
+        block = V[:, cols]
+        residual = max(residual, float(np.linalg.norm(A @ block - block * mu[cols], axis=0).max()))
     eigenvalues = np.clip(1.0 - mu, 0.0, None)
     eigenvalues[:n_null] = 0.0
     return eigenvalues, V, residual
