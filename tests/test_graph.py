@@ -552,3 +552,41 @@ def test_identical_fits_in_two_processes_agree_bit_for_bit():
     ]  # fmt: skip
     assert len(runs[0].split()) == 8
     assert runs[0] == runs[1]
+
+
+def test_neighbors_from_a_transformer_graph_match_brute_force():
+    from sklearn.neighbors import KNeighborsTransformer
+
+    X = np.random.RandomState(3).rand(40, 3)
+    D = _distances(X, X)
+    order = np.argsort(D + np.diag(np.full(40, np.inf)), axis=1, kind="stable")[:, :5]
+    G = KNeighborsTransformer(n_neighbors=6, mode="distance").fit_transform(X)  # self + 6 each
+    assert np.unique(np.diff(G.indptr)).size == 1  # the path of equal counts per row
+    dist, ind = graph_module._neighbors_from_graph(G, 5, exclude_self=True, source=None)
+    np.testing.assert_array_equal(ind, order)
+    np.testing.assert_allclose(dist, np.take_along_axis(D, order, 1), rtol=1e-12)
+    uneven = G.tolil()
+    uneven[0, order[0, 5 - 1]] = 0  # row 0 loses its 5th neighbour: the general path
+    uneven = sp.csr_matrix(uneven)
+    uneven.eliminate_zeros()
+    dist2, ind2 = graph_module._neighbors_from_graph(uneven, 5, exclude_self=True, source=None)
+    np.testing.assert_array_equal(ind2[1:], order[1:])
+    np.testing.assert_allclose(dist2[1:], dist[1:], rtol=0)
+    with pytest.raises(ValueError, match="gave 6 neighbours for some rows; 7 are needed"):
+        graph_module._neighbors_from_graph(G, 7, exclude_self=True, source=None)
+
+
+def test_symmetric_knn_weights_and_normalized_adjacency_against_dense():
+    rng = np.random.RandomState(4)
+    n, k = 30, 4
+    ind = np.array([rng.choice(np.delete(np.arange(n), i), k, replace=False) for i in range(n)])
+    weights = rng.rand(n, k)
+    K = np.zeros((n, n))
+    K[np.repeat(np.arange(n), k), ind.ravel()] = weights.ravel()
+    W = graph_module._symmetric_knn_weights(weights, ind)
+    assert W.indices.dtype == np.int32 and W.has_canonical_format
+    np.testing.assert_array_equal(W.toarray(), (K + K.T) * 0.5)
+    A = graph_module.normalized_adjacency(W)
+    assert (A != A.T).nnz == 0  # symmetric to the last bit
+    s = 1 / np.sqrt(W.toarray().sum(axis=1))
+    np.testing.assert_allclose(A.toarray(), s[:, None] * W.toarray() * s[None, :], rtol=1e-15)
