@@ -1237,6 +1237,151 @@ def laplacian_spectrum(W, n_eigs, random_state=None):
     return eigenvalues, V, residual
 
 
+#: Check, before a graph is built, that the memory it needs is available
+#: (:func:`check_graph_memory`). Set to False to skip the check.
+MEMORY_CHECK = True
+
+
+def available_memory() -> int | None:
+    """Bytes this process may still allocate without swapping, or None if unknown.
+
+    ``MemAvailable`` of ``/proc/meminfo`` (Linux), lowered to what the
+    process's control group still allows (cgroup v2 ``memory.max`` minus
+    ``memory.current``) when it has a limit; elsewhere the physical memory
+    reported by ``os.sysconf`` (available pages where the system reports
+    them); None when none of these can be read.
+    """
+    found = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    found = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as f:
+            used = int(f.read().strip())
+        if limit != "max":
+            left = max(0, int(limit) - used)
+            found = left if found is None else min(found, left)
+    except (OSError, ValueError):
+        pass
+    if found is None:
+        for name in ("SC_AVPHYS_PAGES", "SC_PHYS_PAGES"):
+            try:
+                found = os.sysconf(name) * os.sysconf("SC_PAGE_SIZE")
+                break
+            except (AttributeError, ValueError, OSError):
+                continue
+    return found
+
+
+def graph_memory_estimate(
+    n_nodes: int, n_features: int, params: GraphParams, nnz: int | None = None
+) -> int:
+    """Peak bytes a graph build and its spectrum allocate, beyond the node data.
+
+    The larger of the two phases: the kNN search and kernel weights (the
+    neighbour index: a float64 copy of the data for scikit-learn's trees at
+    up to 15 features, else its chunked distances, or for a ``neighbors``
+    transformer an allowance of 8 bytes per feature and 64 per neighbour
+    of each node; distances and indices of each node's neighbours and their
+    sorting; ``W`` built as CSR, its transpose and their sum), and the
+    spectrum (``W`` and ``A = D^-1/2 W D^-1/2``; ARPACK's Lanczos basis of
+    ``max(2 n_eigs, 100)`` vectors and its ``n_eigs`` Ritz vectors, or the
+    dense matrix and its eigenvectors on small graphs; the eigenvectors
+    returned, in float64). ``W`` holds ``nnz`` entries (a precomputed
+    affinity), or at most ``2 n_nodes n_neighbors``. Calibrated against the
+    peaks measured by ``benchmarks/bench_scale.py`` (see the user guide,
+    "Large data"); an allowance, not a bound.
+
+    Parameters
+    ----------
+    n_nodes, n_features : int
+        Shape of the node data.
+    params : GraphParams
+    nnz : int or None, default=None
+        Entries of a precomputed affinity (``kernel="precomputed"``).
+
+    Returns
+    -------
+    int
+    """
+    n, k, m = int(n_nodes), params.n_neighbors, params.n_eigs
+    entries = 2 * n * k if nnz is None else int(nnz)
+    sparse_bytes = 12 * entries + 8 * n  # CSR float64 data, int32 indices, indptr
+    search = 0
+    if params.kernel != "precomputed":
+        q = max(k, params.scale_neighbor if params.kernel == "gaussian" else 0)
+        if params.neighbors is not None:
+            index = n * (8 * n_features + 64 * (q + 1))
+        elif n_features <= 15:
+            index = 8 * n * n_features
+        else:
+            from sklearn import get_config
+
+            index = get_config()["working_memory"] * 2**20
+        neighbours = 16 * n * q + 24 * n * (q + 1)  # (dist, ind); the sort of a transformer's
+        weights = 32 * n * k + 24 * n * k + sparse_bytes  # weights and temporaries; K, K^T, W
+        search = index + neighbours + weights
+    if n <= DENSE_EIGEN_MAX_NODES or 3 * m >= n:
+        solver = 16 * n * n + 8 * n * m
+    else:
+        solver = 8 * n * (max(2 * m + 1, 100) + 2 * m) + 24 * n
+    spectrum = 2 * sparse_bytes + solver + 2 * 8 * _BLOCK_VALUES
+    return max(search, spectrum)
+
+
+def _phase_bytes(n, n_features, params, nnz):
+    """(kNN search and weights, spectrum): the two terms of :func:`graph_memory_estimate`."""
+    spectral = replace(params, kernel="precomputed")
+    spectrum = graph_memory_estimate(n, n_features, spectral, 2 * n * params.n_neighbors)
+    if params.kernel == "precomputed":
+        return 0, graph_memory_estimate(n, n_features, params, nnz)
+    return graph_memory_estimate(n, n_features, replace(params, n_eigs=1)), spectrum
+
+
+def check_graph_memory(data, params: GraphParams) -> None:
+    """Raise MemoryError, before anything is allocated, if the graph cannot fit.
+
+    Compares :func:`graph_memory_estimate` with :func:`available_memory`;
+    does nothing when :data:`MEMORY_CHECK` is False or the available memory
+    is unknown.
+
+    Raises
+    ------
+    MemoryError
+        Naming the estimate, the memory available and what lowers the need.
+    """
+    if not MEMORY_CHECK:
+        return
+    available = available_memory()
+    if available is None:
+        return
+    n, d = data.shape[0], data.shape[1]
+    nnz = data.nnz if params.kernel == "precomputed" and sp.issparse(data) else None
+    need = graph_memory_estimate(n, d, params, nnz)
+    if need <= available:
+        return
+    gib = 2.0**30
+    search, spectrum = _phase_bytes(n, d, params, nnz)
+    advice = "lower n_eigs or n_neighbors"
+    values = data.data if sp.issparse(data) else data
+    if values.dtype == np.float64:
+        advice += f", pass the node data as float32 (saves {values.nbytes / 2 / gib:.1f} GiB)"
+    raise MemoryError(
+        f"The graph of {n:,} nodes ({d} features, n_neighbors={params.n_neighbors}, "
+        f"n_eigs={params.n_eigs}) needs about {need / gib:.1f} GiB besides the node data "
+        f"(kNN search and weights {search / gib:.1f} GiB, spectrum {spectrum / gib:.1f} GiB); "
+        f"{available / gib:.1f} GiB are available. To fit: {advice}, or free memory "
+        f"(skmcal.graph.MEMORY_CHECK = False skips this check)."
+    )
+
+
 def build_graph(data, params: GraphParams, first_equal=None, verbose=0) -> SpectralGraph:
     """Build the graph of ``params`` over the node data and its spectrum.
 
@@ -1245,6 +1390,7 @@ def build_graph(data, params: GraphParams, first_equal=None, verbose=0) -> Spect
     logged with its time on the logger ``skmcal.graph``: at INFO with
     ``verbose``, at DEBUG otherwise (see :func:`phase_level`).
     """
+    check_graph_memory(data, params)
     level = phase_level(verbose)
     timer = _Timer()
     if first_equal is None and params.kernel != "precomputed":
@@ -1532,6 +1678,7 @@ class GraphCache:
         return self._from_disk(memory, key, nodes, params, verbose, keep)
 
     def _build(self, nodes, params, verbose, count):
+        check_graph_memory(nodes.data, params)
         level = phase_level(verbose)
         first_equal = None
         if params.kernel != "precomputed":
