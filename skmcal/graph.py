@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 import joblib
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import get_blas_funcs
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import LinearOperator, eigsh
 from scipy.sparse.linalg import norm as sparse_norm
@@ -42,8 +43,18 @@ DENSE_EIGEN_MAX_NODES = 1000
 #: in 7.2 s instead of 9.4 s.
 EIGSH_TOL = 1e-8
 
+#: Above this many nodes the spectrum is computed by Chebyshev-filtered
+#: subspace iteration in float32 (:func:`chebyshev_eigenpairs`) instead of
+#: ARPACK: measured on 64-d embeddings with 50 eigenpairs, see the user guide
+#: ("Large data").
+CHEBYSHEV_MIN_NODES = 200_000
+
+#: Residual ``||A v - mu v||`` at which the float32 subspace iteration stops
+#: (its float32 arithmetic reaches about 1e-6).
+CHEBYSHEV_TOL = 1e-5
+
 #: Largest acceptable residual ``||A v - mu v||`` of a computed eigenpair.
-EIGEN_RESIDUAL_TOL = 1e-6
+EIGEN_RESIDUAL_TOL = 1e-4
 
 #: A new point whose nearest node lies within this fraction of the larger of
 #: its Euclidean norm and the node's local scale counts as that node: the
@@ -1154,16 +1165,129 @@ def normalized_adjacency(W) -> sp.csr_matrix:
     return A
 
 
-def laplacian_spectrum(W, n_eigs, random_state=None):
+def _orthonormal_columns(Y):
+    """An orthonormal basis of the columns of ``Y``, in its dtype (SVQB, twice).
+
+    The Gram matrix, scaled to a unit diagonal, is diagonalised in float64 and
+    its tiny eigenvalues raised to ``eps`` times the largest, so that nearly
+    dependent columns do not break it (Stathopoulos & Wu, 2002).
+    """
+    for _ in range(2):
+        G = (Y.T @ Y).astype(np.float64)
+        d = 1.0 / np.sqrt(np.clip(np.diag(G), np.finfo(float).tiny, None))
+        s, U = np.linalg.eigh(G * d[:, None] * d[None, :])
+        s = np.clip(s, s.max() * np.finfo(Y.dtype).eps, None)
+        Y = Y @ (d[:, None] * U / np.sqrt(s)).astype(Y.dtype)
+    return Y
+
+
+def chebyshev_eigenpairs(
+    A, n_wanted, deflate=None, random_state=None, degree=16, tol=None, max_iter=100
+):
+    """The ``n_wanted`` largest eigenpairs of a symmetric ``A`` with spectrum in [-1, 1].
+
+    Chebyshev-filtered subspace iteration (Zhou & Saad, 2007) in float32: a
+    block of ``n_wanted + max(8, n_wanted // 4)`` vectors is multiplied by
+    the Chebyshev polynomial of degree ``degree`` that is small on
+    ``[-1, c]`` (``c`` the smallest Ritz value of the block, 0 at first) and
+    grows fast above it, made orthonormal and rotated to Ritz vectors, until
+    the ``n_wanted`` largest have residuals ``||A v - mu v|| <= tol``. It
+    holds three float32 blocks (half of ARPACK's 100 float64 Lanczos
+    vectors at 50 eigenpairs) and multiplies ``A`` by whole blocks.
+
+    Parameters
+    ----------
+    A : scipy.sparse.csr_matrix of shape (n, n)
+        Symmetric, eigenvalues within [-1, 1].
+    n_wanted : int
+    deflate : scipy.sparse matrix of shape (n, c) or None, default=None
+        Orthonormal columns spanning an invariant subspace to leave out
+        (projected out of every iterate).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the starting block (None: seed 0).
+    degree : int, default=16
+        Matrix products per filter.
+    tol : float or None, default=None
+        :data:`CHEBYSHEV_TOL` if None.
+    max_iter : int, default=100
+        Filters at most.
+
+    Returns
+    -------
+    mu : ndarray of shape (n_wanted,)
+        Descending, float64.
+    X : ndarray of shape (n, n_wanted)
+        Orthonormal float32 eigenvectors.
+    """
+    tol = CHEBYSHEV_TOL if tol is None else tol
+    n = A.shape[0]
+    A32 = sp.csr_matrix(A, dtype=np.float32)
+    N = NT = None
+    if deflate is not None and deflate.shape[1]:
+        N, NT = sp.csr_matrix(deflate, dtype=np.float32), sp.csr_matrix(deflate.T, dtype=np.float32)
+
+    def project(Y):  # in row blocks: no temporary of the whole block
+        if N is not None:
+            C = NT @ Y
+            rows = max(1, _BLOCK_VALUES // Y.shape[1])
+            for start in range(0, n, rows):
+                Y[start : start + rows] -= N[start : start + rows] @ C
+        return Y
+
+    size = min(n, n_wanted + max(8, n_wanted // 4))
+    rng = check_random_state(0 if random_state is None else random_state)
+    Q = _orthonormal_columns(project(rng.standard_normal((n, size)).astype(np.float32)))
+    axpy = get_blas_funcs("axpy", dtype=np.float32)
+    cut = 0.0
+    for _ in range(max_iter):
+        half, centre = (cut + 1.0) / 2, (cut - 1.0) / 2  # [-1, cut] -> [-1, 1]
+        Y0, Y1 = Q, A32 @ Q
+        del Q
+        axpy(Y0.ravel(), Y1.ravel(), a=-centre)
+        Y1 *= np.float32(1.0 / half)
+        for _ in range(degree - 1):  # T_{j+1} = 2 t T_j - T_{j-1}, in place
+            Y2 = A32 @ Y1
+            axpy(Y1.ravel(), Y2.ravel(), a=-centre)
+            Y2 *= np.float32(2.0 / half)
+            axpy(Y0.ravel(), Y2.ravel(), a=-1.0)
+            Y0, Y1 = Y1, project(Y2)
+            del Y2
+        del Y0
+        Q = _orthonormal_columns(project(Y1))
+        del Y1
+        AQ = A32 @ Q
+        H = (Q.T @ AQ).astype(np.float64)
+        mu, U = np.linalg.eigh((H + H.T) / 2)
+        mu, U = mu[::-1], np.ascontiguousarray(U[:, ::-1], dtype=np.float32)
+        Q = Q @ U
+        AQ = AQ @ U
+        AQ -= Q * mu.astype(np.float32)
+        worst = float(np.linalg.norm(AQ[:, :n_wanted], axis=0).max())
+        del AQ
+        cut = float(mu[-1])
+        if worst <= tol:
+            break
+    return mu[:n_wanted], np.ascontiguousarray(Q[:, :n_wanted])
+
+
+def _auto_solver(n_nodes, n_eigs):
+    if n_nodes <= DENSE_EIGEN_MAX_NODES or 3 * n_eigs >= n_nodes:
+        return "dense"
+    return "arpack" if n_nodes <= CHEBYSHEV_MIN_NODES else "chebyshev"
+
+
+def laplacian_spectrum(W, n_eigs, random_state=None, solver="auto"):
     """The ``n_eigs`` smallest eigenpairs of ``L = I - D^-1/2 W D^-1/2``.
 
     The null space is put in first, in closed form (:func:`null_space_basis`:
     one vector per connected component, so no copy of the eigenvalue 0 is
     ever missed, however many components the graph has). The other
     eigenpairs are the largest of ``A = D^-1/2 W D^-1/2`` with the null space
-    deflated (dense ``eigh`` on small graphs, ARPACK ``eigsh(which="LA")``
-    otherwise, started from a vector drawn from ``random_state``, or from
-    seed 0 when it is None, so that identical input gives identical output),
+    deflated (``solver``: dense ``eigh`` on small graphs, ARPACK
+    ``eigsh(which="LA")`` up to :data:`CHEBYSHEV_MIN_NODES` nodes, the float32
+    subspace iteration :func:`chebyshev_eigenpairs` above; each started from
+    vectors drawn from ``random_state``, or from seed 0 when it is None, so
+    that identical input gives identical output),
     made orthogonal to the null space and signed so that each eigenvector's
     entry of largest magnitude is positive. The eigenvectors are assembled,
     projected and checked in blocks of columns, so that the peak holds one
@@ -1177,6 +1301,10 @@ def laplacian_spectrum(W, n_eigs, random_state=None):
         Number of eigenpairs.
     random_state : int, RandomState instance or None, default=None
         Seeds the start of the sparse eigensolver.
+    solver : {"auto", "dense", "arpack", "chebyshev"}, default="auto"
+        "auto": dense below :data:`DENSE_EIGEN_MAX_NODES` nodes or when
+        ``n_eigs`` is a third of them or more, ARPACK up to
+        :data:`CHEBYSHEV_MIN_NODES`, Chebyshev above.
 
     Returns
     -------
@@ -1193,9 +1321,15 @@ def laplacian_spectrum(W, n_eigs, random_state=None):
     n_rest = n_eigs - n_null
     NT = N.T.tocsr()
     shift = _DEFLATED_EIGENVALUE - 1.0
+    if solver == "auto":
+        solver = _auto_solver(n, n_eigs)
+    elif solver not in ("dense", "arpack", "chebyshev"):
+        raise ValueError(
+            f"solver must be 'auto', 'dense', 'arpack' or 'chebyshev'; got {solver!r}."
+        )
     if n_rest == 0:
         mu, X = np.ones(0), np.zeros((n, 0))
-    elif n <= DENSE_EIGEN_MAX_NODES or 3 * n_eigs >= n:
+    elif solver == "dense":
         # numpy's eigh, not scipy's: see the note on OpenBLAS in posterior.py.
         B = A.toarray()
         for c in range(N.shape[1]):
@@ -1204,6 +1338,8 @@ def laplacian_spectrum(W, n_eigs, random_state=None):
             B[np.ix_(rows, rows)] += shift * np.outer(v, v)
         mu, X = np.linalg.eigh(B)
         mu, X = mu[n - n_rest :], X[:, n - n_rest :]
+    elif solver == "chebyshev":
+        mu, X = chebyshev_eigenpairs(A, n_rest, N, random_state)
     else:
         rng = check_random_state(0 if random_state is None else random_state)
         v0 = rng.uniform(-1.0, 1.0, size=n)
@@ -1222,7 +1358,7 @@ def laplacian_spectrum(W, n_eigs, random_state=None):
     for cols in _column_blocks(n, n_eigs):
         rest = range(max(cols.start, n_null), cols.stop)
         if rest:
-            block = X[:, order[rest.start - n_null : rest.stop - n_null]]
+            block = X[:, order[rest.start - n_null : rest.stop - n_null]].astype(np.float64)
             if N.shape[1]:
                 block -= N @ (NT @ block)
             block /= np.linalg.norm(block, axis=0).clip(np.finfo(float).tiny, None)
@@ -1292,10 +1428,12 @@ def graph_memory_estimate(
     of each node; distances and indices of each node's neighbours and their
     sorting; ``W`` built as CSR, its transpose and their sum), and the
     spectrum (``W`` and ``A = D^-1/2 W D^-1/2``; ARPACK's Lanczos basis of
-    ``max(2 n_eigs, 100)`` vectors and its ``n_eigs`` Ritz vectors, or the
-    dense matrix and its eigenvectors on small graphs; the eigenvectors
-    returned, in float64). ``W`` holds ``nnz`` entries (a precomputed
-    affinity), or at most ``2 n_nodes n_neighbors``. Calibrated against the
+    ``max(2 n_eigs, 100)`` vectors and its ``n_eigs`` Ritz vectors, the
+    float32 copy of ``A`` and three float32 blocks of the subspace iteration
+    above :data:`CHEBYSHEV_MIN_NODES`, or the dense matrix and its
+    eigenvectors on small graphs; the eigenvectors returned, in float64).
+    ``W`` holds ``nnz`` entries (a precomputed affinity), or at most
+    ``2 n_nodes n_neighbors``. Calibrated against the
     peaks measured by ``benchmarks/bench_scale.py`` (see the user guide,
     "Large data"); an allowance, not a bound.
 
@@ -1330,8 +1468,10 @@ def graph_memory_estimate(
         search = index + neighbours + weights
     if n <= DENSE_EIGEN_MAX_NODES or 3 * m >= n:
         solver = 16 * n * n + 8 * n * m
-    else:
-        solver = 8 * n * (max(2 * m + 1, 100) + 2 * m) + 24 * n
+    elif n <= CHEBYSHEV_MIN_NODES:  # Lanczos basis and Ritz vectors, then these and V
+        solver = max(8 * n * (max(2 * m + 1, 100) + m), 16 * n * m) + 24 * n
+    else:  # A in float32 and three float32 blocks, then the float32 vectors and V
+        solver = 8 * entries + max(12 * n * (m + max(8, m // 4)), 12 * n * m)
     spectrum = 2 * sparse_bytes + solver + 2 * 8 * _BLOCK_VALUES
     return max(search, spectrum)
 
@@ -1422,8 +1562,8 @@ def build_graph(data, params: GraphParams, first_equal=None, verbose=0) -> Spect
     logger.log(level, "Connected components (%d): %.2f s.", n_components, timer.lap())
     eigenvalues, V, residual = laplacian_spectrum(W, params.n_eigs, params.random_state)
     logger.log(
-        level, "Spectrum: %d eigenpairs of %d nodes, residual %.1e: %.2f s.",
-        params.n_eigs, W.shape[0], residual, timer.lap(),
+        level, "Spectrum: %d eigenpairs of %d nodes (%s), residual %.1e: %.2f s.",
+        params.n_eigs, W.shape[0], _auto_solver(W.shape[0], params.n_eigs), residual, timer.lap(),
     )  # fmt: skip
     if residual > EIGEN_RESIDUAL_TOL:
         warnings.warn(
