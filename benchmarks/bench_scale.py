@@ -5,9 +5,11 @@ rows with 10 overlapping classes (``bench_array_pool.embeddings``): the
 NodeSet, each phase of the graph (equal rows, kNN search, kernel weights,
 components, spectrum; the times are those skmcal logs), the first fit, then
 active-learning iterations (query 5 among 10% of the unlabeled nodes with model
-change, refit on the labels) for ``mgr``, ``ce`` and ``model="full"`` mgr, and
-the accuracy on the unlabeled nodes. Peak memory per phase is the process's
-``VmHWM``, reset (``/proc/self/clear_refs``) at the start of each phase::
+change, refit on the labels) for ``mgr``, ``ce`` and ``model="full"`` mgr
+(``--no-full``: not), the accuracy on the unlabeled nodes, and the peak of the
+graph phases against ``skmcal.graph.graph_memory_estimate``. Peak memory per
+phase is the process's ``VmHWM``, reset (``/proc/self/clear_refs``) at the
+start of each phase::
 
     python benchmarks/bench_scale.py --sizes 100000 --out benchmarks/results
 
@@ -92,6 +94,7 @@ def run_size(n, args):
     from sklearn.base import clone
 
     from skmcal import NodeSet, SpectralGraphClassifier
+    from skmcal.graph import graph_memory_estimate
     from skmcal.query import model_change
 
     rows, t0 = [], time.perf_counter()
@@ -113,15 +116,18 @@ def run_size(n, args):
     log.addHandler(handler)
     log.setLevel(logging.DEBUG)
     init, make = initial(y), dict(nodes=pool, neighbors=neighbors, n_eigs=args.n_eigs)
+    estimator, before = SpectralGraphClassifier("mgr", **make), status("VmRSS")
+    estimate = graph_memory_estimate(n, args.d, estimator._graph_params(n))
     t0 = time.perf_counter()
-    SpectralGraphClassifier("mgr", **make).fit(X[init], y[init])
+    estimator.fit(X[init], y[init])
     first_fit = time.perf_counter() - t0
     log.removeHandler(handler)
     rows.extend(handler.rows)
+    graph_peak = max(r[2] for r in handler.rows) - before
     note(rows, "first fit (graph + spectrum + mgr fit), total", first_fit)
     accuracy, ten = {}, {}
-    for name, loss, model in (("mgr", "mgr", "spectral"), ("ce", "ce", "spectral"),
-                              ("full mgr", "mgr", "full")):  # fmt: skip
+    runs = (("mgr", "mgr", "spectral"), ("ce", "ce", "spectral"), ("full mgr", "mgr", "full"))
+    for name, loss, model in runs[: 2 if args.no_full else 3]:
         clf = SpectralGraphClassifier(loss, model=model, **make).fit(X[init], y[init])
         labeled, times = list(init), []
         for it in range(args.iterations + 1):
@@ -136,7 +142,8 @@ def run_size(n, args):
         accuracy[name] = float(np.mean(clf.transduction_[rest] == y[rest]))
         ten[name] = sum(times[:10])
     end_to_end = before_fit + first_fit + ten["mgr"]
-    return {"rows": rows, "accuracy": accuracy, "end_to_end_s": end_to_end, "labels": len(labeled)}
+    return {"rows": rows, "accuracy": accuracy, "end_to_end_s": end_to_end, "labels": len(labeled),
+            "estimate": estimate, "graph_peak": graph_peak}  # fmt: skip
 
 
 def grid_search(n, n_jobs, memory):
@@ -229,7 +236,9 @@ def phase_table(n, args, r):
     acc = ", ".join(f"{k} {v:.3f}" for k, v in r["accuracy"].items())
     return [*lines, "", f"End to end (compilation, NodeSet, first fit, 10 mgr iterations): "
             f"{r['end_to_end_s']:.1f} s. Accuracy on the unlabeled nodes after "
-            f"{r['labels']} labels: {acc}.", ""]  # fmt: skip
+            f"{r['labels']} labels: {acc}. Graph phases: peak {r['graph_peak'] / GIB:.2f} GiB "
+            f"above the RSS before the fit; skmcal's estimate (graph_memory_estimate) "
+            f"{r['estimate'] / GIB:.2f} GiB.", ""]  # fmt: skip
 
 
 def main(argv=None):
@@ -240,6 +249,7 @@ def main(argv=None):
     p.add_argument("--neighbors", choices=["pynndescent", "exact"], default="pynndescent")
     p.add_argument("--n-eigs", type=int, default=50)
     p.add_argument("--iterations", type=int, default=10)
+    p.add_argument("--no-full", action="store_true", help='skip model="full" (slow above 100k)')
     p.add_argument("--crossover", action="store_true")
     p.add_argument("--sizes-64", type=int, nargs="+", default=[20000, 50000, 100000])
     p.add_argument("--sizes-784", type=int, nargs="+", default=[20000, 70000])
