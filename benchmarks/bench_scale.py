@@ -48,11 +48,11 @@ from bench_array_pool import embeddings, initial  # noqa: E402
 GIB = 2.0**30
 FASHION = Path("/usr/share/datasets/fashion-mnist")
 WARM_UP = 10_000  # rows of the first pynndescent call, which compiles its code
-NOT_RUN = {
-    3_000_000: "not run: the 2-core machine is shared by six sessions; the graph phase alone "
-    "is estimated at ~15 min and ~12 GiB",
-    10_000_000: "not run: needs the whole 24 GiB machine for ~1 h (issue 12 target); the "
-    "float32 NodeSet (copy=False) and the direct candidate draw are the levers done so far",
+NOT_RUN = {  # extrapolated from 100,000 and 1,000,000 (bench_scale_1m.md, bench_spectrum_*.md)
+    3_000_000: "not run (shared 2-core machine): est. kNN ~7 min, spectrum (float32 "
+    "Chebyshev) ~15 min, graph peak ~6.4 GiB (graph_memory_estimate)",
+    10_000_000: "not run: est. kNN ~25 min, spectrum (float32 Chebyshev) ~70 min, graph peak "
+    "~21 GiB + 2.4 GiB data, 8 GiB of it pynndescent's index kept with the graph",
 }
 
 
@@ -208,9 +208,9 @@ def crossover(args):
     return lines
 
 
-def header(argv):
+def header(argv, script="bench_scale.py"):
     return [
-        f"command: `python benchmarks/bench_scale.py {' '.join(argv)}`",
+        f"command: `python benchmarks/{script} {' '.join(argv)}`",
         f"machine: {platform.node()}, {os.cpu_count()} cores, "
         f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / GIB:.0f} GiB, "
         f"load {os.getloadavg()[0]:.1f} at the end (shared with other work)",
@@ -300,6 +300,9 @@ def main(argv=None):
     if args.out:
         mode = next((m for m in ("crossover", "grid_search", "memory_only") if vars(args)[m]), "")
         args.out.mkdir(parents=True, exist_ok=True)
+        sizes = "_".join(f"{n // 10**6}m" if n % 10**6 == 0 else f"{n // 1000}k"
+                         for n in args.sizes)  # fmt: skip
+        mode = mode or ("" if args.sizes == [100_000] else sizes)  # 100k: bench_scale.md
         (args.out / f"bench_scale{'_' * bool(mode)}{mode}.md").write_text(text)
 
 

@@ -107,7 +107,7 @@ def main(argv=None):
         return
     cols = ["solver", "wall_s", "cpu_s", "peak_gib", "residual", "eig_err", "min_cos",
             *(f"{loss} {k}" for k in LABELS for loss in ("mgr", "ce"))]  # fmt: skip
-    lines = [f"# bench_spectrum {' '.join(argv)}", "", *header(argv)]
+    lines = [f"# bench_spectrum {' '.join(argv)}", "", *header(argv, "bench_spectrum.py")]
     for n in args.sizes:
         graph(n, args.graphs)
         lines += [f"## N = {n:,} x 64 float32, 50 eigenpairs (one BLAS thread)", "",
@@ -118,6 +118,7 @@ def main(argv=None):
             found = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")]
             r = json.loads(found[0][7:]) if found else {"solver": f"{solver}: {run.stderr[-300:]}"}
             cells = [r.get(c, "-") for c in cols]
+            cells[cols.index("min_cos")] = f"{r['min_cos']:.7f}" if "min_cos" in r else "-"
             lines.append("| " + " | ".join(
                 f"{v:.3g}" if isinstance(v, float) else str(v) for v in cells) + " |")  # fmt: skip
             print(lines[-1], flush=True)

@@ -1435,12 +1435,13 @@ def graph_memory_estimate(
     The larger of the two phases: the kNN search and kernel weights (the
     neighbour index: a float64 copy of the data for scikit-learn's trees at
     up to 15 features, else its chunked distances, or for a ``neighbors``
-    transformer an allowance of 8 bytes per feature and 64 per neighbour
+    transformer an allowance of 8 bytes per feature and 32 per neighbour
     of each node; distances and indices of each node's neighbours and their
     sorting; ``W`` built as CSR, its transpose and their sum), and the
-    spectrum (``W`` and ``A = D^-1/2 W D^-1/2``; ARPACK's Lanczos basis of
-    ``max(2 n_eigs, 100)`` vectors and its ``n_eigs`` Ritz vectors, the
-    float32 copy of ``A`` and three float32 blocks of the subspace iteration
+    spectrum (the index, kept with the graph; ``W`` and ``A = D^-1/2 W
+    D^-1/2``; ARPACK's Lanczos basis of ``max(2 n_eigs, 100)`` vectors and
+    its ``n_eigs`` Ritz vectors, the float32 copy of ``A`` and three float32
+    blocks of the subspace iteration
     above :data:`CHEBYSHEV_MIN_NODES`, or the dense matrix and its
     eigenvectors on small graphs; the eigenvectors returned, in float64).
     ``W`` holds ``nnz`` entries (a precomputed affinity), or at most
@@ -1460,40 +1461,36 @@ def graph_memory_estimate(
     -------
     int
     """
+    return max(_phase_bytes(n_nodes, n_features, params, nnz))
+
+
+def _phase_bytes(n_nodes, n_features, params, nnz):
+    """(kNN search and weights, spectrum): the two terms of :func:`graph_memory_estimate`."""
     n, k, m = int(n_nodes), params.n_neighbors, params.n_eigs
     entries = 2 * n * k if nnz is None else int(nnz)
     sparse_bytes = 12 * entries + 8 * n  # CSR float64 data, int32 indices, indptr
-    search = 0
+    search = kept = 0
     if params.kernel != "precomputed":
         q = max(k, params.scale_neighbor if params.kernel == "gaussian" else 0)
-        if params.neighbors is not None:
-            index = n * (8 * n_features + 64 * (q + 1))
-        elif n_features <= 15:
-            index = 8 * n * n_features
-        else:
+        if params.neighbors is not None:  # pynndescent at 1M x 64: 0.8 GB kept
+            index = kept = n * (8 * n_features + 32 * (q + 1))
+        elif n_features <= 15:  # a k-d tree over a float64 copy
+            index = kept = 8 * n * n_features
+        else:  # brute force: chunks of working_memory
             from sklearn import get_config
 
             index = get_config()["working_memory"] * 2**20
-        neighbours = 16 * n * q + 24 * n * (q + 1)  # (dist, ind); the sort of a transformer's
-        weights = 32 * n * k + 24 * n * k + sparse_bytes  # weights and temporaries; K, K^T, W
-        search = index + neighbours + weights
+        knn = index + 16 * n * q + 24 * n * (q + 1)  # (dist, ind); a transformer's sort
+        weights = kept + 16 * n * q + 24 * n * k + 2 * sparse_bytes  # temporaries; K + K^T
+        search = max(knn, weights)
     if n <= DENSE_EIGEN_MAX_NODES or 3 * m >= n:
         solver = 16 * n * n + 8 * n * m
-    elif n <= CHEBYSHEV_MIN_NODES:  # Lanczos basis and Ritz vectors, then these and V
-        solver = max(8 * n * (max(2 * m + 1, 100) + m), 16 * n * m) + 24 * n
+    elif n <= CHEBYSHEV_MIN_NODES:  # Lanczos basis and Ritz vectors (measured: 1.25x)
+        solver = 10 * n * (max(2 * m + 1, 100) + m) + 24 * n
     else:  # A in float32 and three float32 blocks, then the float32 vectors and V
         solver = 8 * entries + max(12 * n * (m + max(8, m // 4)), 12 * n * m)
-    spectrum = 2 * sparse_bytes + solver + 2 * 8 * _BLOCK_VALUES
-    return max(search, spectrum)
-
-
-def _phase_bytes(n, n_features, params, nnz):
-    """(kNN search and weights, spectrum): the two terms of :func:`graph_memory_estimate`."""
-    spectral = replace(params, kernel="precomputed")
-    spectrum = graph_memory_estimate(n, n_features, spectral, 2 * n * params.n_neighbors)
-    if params.kernel == "precomputed":
-        return 0, graph_memory_estimate(n, n_features, params, nnz)
-    return graph_memory_estimate(n, n_features, replace(params, n_eigs=1)), spectrum
+    spectrum = kept + 2 * sparse_bytes + solver + 2 * 8 * _BLOCK_VALUES
+    return search, spectrum
 
 
 def check_graph_memory(data, params: GraphParams) -> None:
