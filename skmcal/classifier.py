@@ -240,9 +240,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         that score pieces of ce candidates in the query strategies (None:
         every core; each thread runs a single-threaded BLAS).
     random_state : int, RandomState instance or None, default=None
-        Seeds the starting vector of the sparse eigensolver (large graphs
-        only). None uses ARPACK's own (fixed) start. A RandomState instance
-        disables the graph cache.
+        Seeds the start of the sparse eigensolver (large graphs only: ARPACK's
+        starting vector, or the starting block of the float32 subspace
+        iteration above :data:`skmcal.graph.CHEBYSHEV_MIN_NODES` nodes).
+        None uses seed 0, so the spectrum is the same at every build. A
+        RandomState instance disables the graph cache.
     missing_label : int, float, str or None, default=-1
         The value of ``y`` that marks an unlabeled row: -1 as in
         :mod:`sklearn.semi_supervised`; ``np.nan`` (scikit-activeml's
