@@ -5,9 +5,11 @@ rows with 10 overlapping classes (``bench_array_pool.embeddings``): the
 NodeSet, each phase of the graph (equal rows, kNN search, kernel weights,
 components, spectrum; the times are those skmcal logs), the first fit, then
 active-learning iterations (query 5 among 10% of the unlabeled nodes with model
-change, refit on the labels) for ``mgr``, ``ce`` and ``model="full"`` mgr, and
-the accuracy on the unlabeled nodes. Peak memory per phase is the process's
-``VmHWM``, reset (``/proc/self/clear_refs``) at the start of each phase::
+change, refit on the labels) for ``mgr``, ``ce`` and ``model="full"`` mgr
+(``--no-full``: not), the accuracy on the unlabeled nodes, and the peak of the
+graph phases against ``skmcal.graph.graph_memory_estimate``. Peak memory per
+phase is the process's ``VmHWM``, reset (``/proc/self/clear_refs``) at the
+start of each phase::
 
     python benchmarks/bench_scale.py --sizes 100000 --out benchmarks/results
 
@@ -19,7 +21,8 @@ neighbours of every point, at a few sizes, 64-d blobs and 784-d Fashion-MNIST
 
 ``--memory-only``: the peak of ``NodeSet`` + graph alone (to compare revisions,
 with ``PYTHONPATH`` set to another checkout). ``--grid-search``: a cold
-``GridSearchCV`` with ``n_jobs`` 1 and 2, ``memory`` a folder or None.
+``GridSearchCV`` with ``n_jobs`` 1 and 2, ``memory`` a folder or None (the
+estimator's ``n_jobs=-1``: a graph build in a worker uses every core).
 """
 
 from __future__ import annotations
@@ -45,11 +48,11 @@ from bench_array_pool import embeddings, initial  # noqa: E402
 GIB = 2.0**30
 FASHION = Path("/usr/share/datasets/fashion-mnist")
 WARM_UP = 10_000  # rows of the first pynndescent call, which compiles its code
-NOT_RUN = {
-    3_000_000: "not run: the 2-core machine is shared by six sessions; the graph phase alone "
-    "is estimated at ~15 min and ~12 GiB",
-    10_000_000: "not run: needs the whole 24 GiB machine for ~1 h (issue 12 target); the "
-    "float32 NodeSet (copy=False) and the direct candidate draw are the levers done so far",
+NOT_RUN = {  # extrapolated from 100,000 and 1,000,000 (bench_scale_1m.md, bench_spectrum_*.md)
+    3_000_000: "not run (shared 2-core machine): est. kNN ~7 min, spectrum (float32 "
+    "Chebyshev) ~15 min, graph peak ~6.4 GiB (graph_memory_estimate)",
+    10_000_000: "not run: est. kNN ~25 min, spectrum (float32 Chebyshev) ~70 min, graph peak "
+    "~21 GiB + 2.4 GiB data, 8 GiB of it pynndescent's index kept with the graph",
 }
 
 
@@ -91,6 +94,7 @@ def run_size(n, args):
     from sklearn.base import clone
 
     from skmcal import NodeSet, SpectralGraphClassifier
+    from skmcal.graph import graph_memory_estimate
     from skmcal.query import model_change
 
     rows, t0 = [], time.perf_counter()
@@ -112,15 +116,18 @@ def run_size(n, args):
     log.addHandler(handler)
     log.setLevel(logging.DEBUG)
     init, make = initial(y), dict(nodes=pool, neighbors=neighbors, n_eigs=args.n_eigs)
+    estimator, before = SpectralGraphClassifier("mgr", **make), status("VmRSS")
+    estimate = graph_memory_estimate(n, args.d, estimator._graph_params(n))
     t0 = time.perf_counter()
-    SpectralGraphClassifier("mgr", **make).fit(X[init], y[init])
+    estimator.fit(X[init], y[init])
     first_fit = time.perf_counter() - t0
     log.removeHandler(handler)
     rows.extend(handler.rows)
+    graph_peak = max(r[2] for r in handler.rows) - before
     note(rows, "first fit (graph + spectrum + mgr fit), total", first_fit)
     accuracy, ten = {}, {}
-    for name, loss, model in (("mgr", "mgr", "spectral"), ("ce", "ce", "spectral"),
-                              ("full mgr", "mgr", "full")):  # fmt: skip
+    runs = (("mgr", "mgr", "spectral"), ("ce", "ce", "spectral"), ("full mgr", "mgr", "full"))
+    for name, loss, model in runs[: 2 if args.no_full else 3]:
         clf = SpectralGraphClassifier(loss, model=model, **make).fit(X[init], y[init])
         labeled, times = list(init), []
         for it in range(args.iterations + 1):
@@ -136,7 +143,8 @@ def run_size(n, args):
         accuracy[name] = float(np.mean(clf.transduction_[rest] == y[rest]))
         ten[name] = sum(times[:10])
     end_to_end = before_fit + first_fit + ten["mgr"]
-    return {"rows": rows, "accuracy": accuracy, "end_to_end_s": end_to_end, "labels": len(labeled)}
+    return {"rows": rows, "accuracy": accuracy, "end_to_end_s": end_to_end, "labels": len(labeled),
+            "estimate": estimate, "graph_peak": graph_peak}  # fmt: skip
 
 
 def grid_search(n, n_jobs, memory):
@@ -147,7 +155,7 @@ def grid_search(n, n_jobs, memory):
 
     X, y = embeddings(n, seed=0)
     labeled = np.sort(np.random.default_rng(0).choice(n, 300, replace=False))
-    clf = SpectralGraphClassifier(nodes=NodeSet(X), memory=memory or None)
+    clf = SpectralGraphClassifier(nodes=NodeSet(X), memory=memory or None, n_jobs=-1)
     grid = {"tau": [0.001, 0.005, 0.02], "gamma": [0.05, 0.1, 0.5]}
     t0 = time.perf_counter()
     search = GridSearchCV(clf, grid, cv=3, n_jobs=n_jobs).fit(X[labeled], y[labeled])
@@ -201,9 +209,9 @@ def crossover(args):
     return lines
 
 
-def header(argv):
+def header(argv, script="bench_scale.py"):
     return [
-        f"command: `python benchmarks/bench_scale.py {' '.join(argv)}`",
+        f"command: `python benchmarks/{script} {' '.join(argv)}`",
         f"machine: {platform.node()}, {os.cpu_count()} cores, "
         f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / GIB:.0f} GiB, "
         f"load {os.getloadavg()[0]:.1f} at the end (shared with other work)",
@@ -229,7 +237,9 @@ def phase_table(n, args, r):
     acc = ", ".join(f"{k} {v:.3f}" for k, v in r["accuracy"].items())
     return [*lines, "", f"End to end (compilation, NodeSet, first fit, 10 mgr iterations): "
             f"{r['end_to_end_s']:.1f} s. Accuracy on the unlabeled nodes after "
-            f"{r['labels']} labels: {acc}.", ""]  # fmt: skip
+            f"{r['labels']} labels: {acc}. Graph phases: peak {r['graph_peak'] / GIB:.2f} GiB "
+            f"above the RSS before the fit; skmcal's estimate (graph_memory_estimate) "
+            f"{r['estimate'] / GIB:.2f} GiB.", ""]  # fmt: skip
 
 
 def main(argv=None):
@@ -240,6 +250,7 @@ def main(argv=None):
     p.add_argument("--neighbors", choices=["pynndescent", "exact"], default="pynndescent")
     p.add_argument("--n-eigs", type=int, default=50)
     p.add_argument("--iterations", type=int, default=10)
+    p.add_argument("--no-full", action="store_true", help='skip model="full" (slow above 100k)')
     p.add_argument("--crossover", action="store_true")
     p.add_argument("--sizes-64", type=int, nargs="+", default=[20000, 50000, 100000])
     p.add_argument("--sizes-784", type=int, nargs="+", default=[20000, 70000])
@@ -290,6 +301,9 @@ def main(argv=None):
     if args.out:
         mode = next((m for m in ("crossover", "grid_search", "memory_only") if vars(args)[m]), "")
         args.out.mkdir(parents=True, exist_ok=True)
+        sizes = "_".join(f"{n // 10**6}m" if n % 10**6 == 0 else f"{n // 1000}k"
+                         for n in args.sizes)  # fmt: skip
+        mode = mode or ("" if args.sizes == [100_000] else sizes)  # 100k: bench_scale.md
         (args.out / f"bench_scale{'_' * bool(mode)}{mode}.md").write_text(text)
 
 

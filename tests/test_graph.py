@@ -552,3 +552,93 @@ def test_identical_fits_in_two_processes_agree_bit_for_bit():
     ]  # fmt: skip
     assert len(runs[0].split()) == 8
     assert runs[0] == runs[1]
+
+
+def test_neighbors_from_a_transformer_graph_match_brute_force():
+    from sklearn.neighbors import KNeighborsTransformer
+
+    X = np.random.RandomState(3).rand(40, 3)
+    D = _distances(X, X)
+    order = np.argsort(D + np.diag(np.full(40, np.inf)), axis=1, kind="stable")[:, :5]
+    G = KNeighborsTransformer(n_neighbors=6, mode="distance").fit_transform(X)  # self + 6 each
+    assert np.unique(np.diff(G.indptr)).size == 1  # the path of equal counts per row
+    dist, ind = graph_module._neighbors_from_graph(G, 5, exclude_self=True, source=None)
+    np.testing.assert_array_equal(ind, order)
+    np.testing.assert_allclose(dist, np.take_along_axis(D, order, 1), rtol=1e-12)
+    uneven = G.tolil()
+    uneven[0, order[0, 5 - 1]] = 0  # row 0 loses its 5th neighbour: the general path
+    uneven = sp.csr_matrix(uneven)
+    uneven.eliminate_zeros()
+    dist2, ind2 = graph_module._neighbors_from_graph(uneven, 5, exclude_self=True, source=None)
+    np.testing.assert_array_equal(ind2[1:], order[1:])
+    np.testing.assert_allclose(dist2[1:], dist[1:], rtol=0)
+    with pytest.raises(ValueError, match="gave 6 neighbours for some rows; 7 are needed"):
+        graph_module._neighbors_from_graph(G, 7, exclude_self=True, source=None)
+
+
+def test_symmetric_knn_weights_and_normalized_adjacency_against_dense():
+    rng = np.random.RandomState(4)
+    n, k = 30, 4
+    ind = np.array([rng.choice(np.delete(np.arange(n), i), k, replace=False) for i in range(n)])
+    weights = rng.rand(n, k)
+    K = np.zeros((n, n))
+    K[np.repeat(np.arange(n), k), ind.ravel()] = weights.ravel()
+    W = graph_module._symmetric_knn_weights(weights, ind)
+    assert W.indices.dtype == np.int32 and W.has_canonical_format
+    np.testing.assert_array_equal(W.toarray(), (K + K.T) * 0.5)
+    A = graph_module.normalized_adjacency(W)
+    assert (A != A.T).nnz == 0  # symmetric to the last bit
+    s = 1 / np.sqrt(W.toarray().sum(axis=1))
+    np.testing.assert_allclose(A.toarray(), s[:, None] * W.toarray() * s[None, :], rtol=1e-15)
+
+
+def _two_component_knn_graph(n, seed):
+    """Two far-apart copies of a kNN graph: a null space of two vectors to deflate."""
+    return sp.block_diag([_knn_graph(n, seed), _knn_graph(n // 2, seed + 1)], format="csr")
+
+
+@pytest.mark.parametrize("make", [_knn_graph, _two_component_knn_graph])
+def test_laplacian_spectrum_chebyshev_path_matches_eigh(make):
+    W = make(150, seed=5)
+    n = W.shape[0]
+    Wd = W.toarray()
+    s = 1 / np.sqrt(Wd.sum(axis=1))
+    L = np.eye(n) - s[:, None] * Wd * s[None, :]
+    lam, V_ref = np.linalg.eigh(L)
+    lam, V_ref = lam[:N_EIGS], V_ref[:, :N_EIGS]
+    eigenvalues, V, residual = laplacian_spectrum(W, N_EIGS, random_state=1, solver="chebyshev")
+    # float32 subspace iteration: residuals at the float32 level, eigenvalues to ~1e-6
+    assert residual <= graph_module.CHEBYSHEV_TOL
+    own = np.linalg.norm(L @ V - V * eigenvalues, axis=0)
+    assert residual == pytest.approx(own.max(), rel=1e-6)
+    np.testing.assert_allclose(eigenvalues, lam, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(V.T @ V, np.eye(N_EIGS), atol=1e-6)
+    n_null = int(np.sum(lam < 1e-10))
+    assert np.all(eigenvalues[:n_null] == 0.0)
+    # the same vectors (the null space: the same subspace)
+    np.testing.assert_allclose(np.linalg.svd(V[:, :n_null].T @ V_ref[:, :n_null])[1], 1.0)
+    rest = slice(n_null, N_EIGS)
+    np.testing.assert_allclose(np.abs(V[:, rest].T @ V_ref[:, rest]), np.eye(N_EIGS - n_null),
+                               atol=1e-4)  # fmt: skip
+    assert np.all(V[np.abs(V).argmax(axis=0), np.arange(N_EIGS)] > 0)
+    again = laplacian_spectrum(W, N_EIGS, random_state=1, solver="chebyshev")
+    np.testing.assert_array_equal(again[1], V)  # seeded: deterministic
+
+
+def test_laplacian_spectrum_solver_choice(monkeypatch):
+    calls = _spy_on_eigsh(monkeypatch)
+    used = []
+    real = graph_module.chebyshev_eigenpairs
+    monkeypatch.setattr(
+        graph_module, "chebyshev_eigenpairs", lambda *a, **k: used.append(1) or real(*a, **k)
+    )
+    W = _knn_graph(120, seed=6)
+    monkeypatch.setattr(graph_module, "DENSE_EIGEN_MAX_NODES", 20)
+    monkeypatch.setattr(graph_module, "CHEBYSHEV_MIN_NODES", 100)
+    laplacian_spectrum(W, 4)  # above CHEBYSHEV_MIN_NODES
+    assert used and not calls
+    laplacian_spectrum(W, 4, solver="arpack")
+    assert len(calls) == 1
+    with pytest.raises(ValueError, match="solver must be 'auto', 'dense', 'arpack' or "
+                       "'chebyshev'; got 'lobpcg'"):  # fmt: skip
+        laplacian_spectrum(W, 4, solver="lobpcg")

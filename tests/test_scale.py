@@ -432,3 +432,64 @@ def test_cli_reports_data_graph_and_spectrum_phases(tmp_path, capsys):
     assert main([*run, "--out", str(tmp_path / "b"), "--no-progress"]) == 0
     assert "[skmcal]" not in capsys.readouterr().err
     assert logging.getLogger("skmcal").level == level
+
+
+def test_n_jobs_sets_the_threads_of_a_graph_build(monkeypatch):
+    from threadpoolctl import threadpool_info
+
+    X, _, labels, _ = blobs()
+    seen = []
+    original = graph_module.build_graph
+
+    def spy(*args, **kwargs):
+        seen.append({p["user_api"]: p["num_threads"] for p in threadpool_info()})
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(graph_module, "build_graph", spy)
+    with threadpool_limits(limits=1):
+        SpectralGraphClassifier(n_eigs=5, n_jobs=2).fit(X, labels)
+        SpectralGraphClassifier(n_eigs=6).fit(X, labels)
+    assert set(seen[0].values()) == {2}  # n_jobs=2: two threads while building
+    assert set(seen[1].values()) == {1}  # None: the pools as they are
+
+
+def test_a_graph_that_cannot_fit_says_so_before_allocating(monkeypatch):
+    X, _, labels, _ = blobs()
+    computed = []
+    monkeypatch.setattr(graph_module, "available_memory", lambda: 1000)
+    monkeypatch.setattr(graph_module, "first_equal_rows", lambda *a: computed.append(a))
+    with pytest.raises(MemoryError, match=r"The graph of 300 nodes \(5 features, n_neighbors=10, "
+                       r"n_eigs=5\) needs about 0\.\d GiB .* 0\.0 GiB are available\. "
+                       r"To fit: lower n_eigs or n_neighbors, pass the node data as float32"):
+        SpectralGraphClassifier(n_eigs=5).fit(X, labels)
+    assert computed == []  # refused before the first phase
+    with pytest.raises(MemoryError, match="To fit: lower n_eigs or n_neighbors, or free memory"):
+        SpectralGraphClassifier(n_eigs=5).fit(X.astype(np.float32), labels)
+    monkeypatch.undo()
+    monkeypatch.setattr(graph_module, "MEMORY_CHECK", False)
+    monkeypatch.setattr(graph_module, "available_memory", lambda: 1000)
+    assert SpectralGraphClassifier(n_eigs=5).fit(X, labels).graph_.n_nodes == 300
+    monkeypatch.setattr(graph_module, "MEMORY_CHECK", True)
+    monkeypatch.setattr(graph_module, "available_memory", lambda: None)  # unknown: no check
+    assert SpectralGraphClassifier(n_eigs=6).fit(X, labels).graph_.n_nodes == 300
+
+
+def test_available_memory_is_read_from_the_system():
+    available = graph_module.available_memory()
+    assert available is None or 0 < available < 2**50
+
+
+def test_memory_estimate_covers_the_traced_peak_of_a_build():
+    import tracemalloc
+
+    from sklearn.neighbors import KNeighborsTransformer
+
+    X = make_blobs(3000, n_features=8, centers=4, random_state=0)[0].astype(np.float32)
+    for neighbors, n_eigs in ((None, 10), (KNeighborsTransformer(n_neighbors=11), 40)):
+        params = GraphParams("gaussian", 10, 5, 3.0, n_eigs, neighbors=neighbors)
+        tracemalloc.start()
+        graph_module.build_graph(X, params)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        estimate = graph_module.graph_memory_estimate(3000, 8, params)
+        assert peak <= estimate, (neighbors, peak, estimate)
