@@ -191,7 +191,8 @@ def report(out: Path, configs: dict) -> Path:
         "of each column in bold. *worst drop*: the largest fall of accuracy over one batch, "
         "in any trial (points). *s / batch*: query + refit, mean. Methods are "
         "`model:strategy` (`python benchmarks/bench_accuracy.py --list`); **default** is "
-        "`SpectralGraphClassifier(nodes=pool)` with model change, graph included.",
+        "`SpectralGraphClassifier(nodes=pool)` with model change and its default options, "
+        "graph included.",
         "",
     ]
     for name in DATASETS:

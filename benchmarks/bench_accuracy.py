@@ -90,8 +90,11 @@ CONFIGS: dict[str, Config] = {
         for s in STRATEGIES
     },  # fmt: skip
     # The full-graph and Poisson models (tau, gamma "auto").
-    **{f"full-mgr:{s}": Config("skmcal", s, {"model": "full"}, MULTI) for s in ("mc", "unc")},
-    **{f"poisson:{s}": Config("skmcal", s, {"model": "poisson"}, MULTI) for s in ("mc", "unc")},
+    **{
+        f"{name}:{s}": Config("skmcal", s, {"model": model, "loss": "mgr"})
+        for name, model in (("full-mgr", "full"), ("poisson", "poisson"))
+        for s in ("mc", "unc")
+    },
     **{f"mgr:{s}": Config("skmcal", s, {"loss": "mgr"}, MULTI) for s in STRATEGIES},
     # ce takes two classes as well as more.
     **{f"ce:{s}": Config("skmcal", s, {"loss": "ce"}) for s in STRATEGIES},

@@ -113,7 +113,7 @@ def main(argv=None):
         init = initial(y)
         pool = NodeSet(X)
         t0 = time.perf_counter()
-        SpectralGraphClassifier(nodes=pool).fit(X[init], y[init])  # builds the shared graph
+        SpectralGraphClassifier("mgr", nodes=pool).fit(X[init], y[init])  # builds the shared graph
         print(f"N={n}: graph {time.perf_counter() - t0:.1f} s", flush=True)
         for loss in args.losses:
             from modAL.models import ActiveLearner
