@@ -1487,18 +1487,17 @@ def _phase_bytes(n_nodes, n_features, params, nnz):
     search = kept = 0
     if params.kernel != "precomputed":
         q = max(k, params.scale_neighbor if params.kernel == "gaussian" else 0)
-        if params.neighbors is not None:  # pynndescent at 1M x 64: 0.8 GB kept
-            index = n * (8 * n_features + 32 * (q + 1))
+        if params.neighbors is not None:  # pynndescent at 1M x 64: 0.8 GB
+            index = held = n * (8 * n_features + 32 * (q + 1))
         elif n_features <= 15:  # a k-d tree over a float64 copy
-            index = 8 * n * n_features
+            index = held = 8 * n * n_features
         else:  # brute force: chunks of working_memory
             from sklearn import get_config
 
-            index = get_config()["working_memory"] * 2**20
-        if n <= INDEX_MAX_NODES and (params.neighbors is not None or n_features <= 15):
-            kept = index  # held with the graph through the spectrum
+            index, held = get_config()["working_memory"] * 2**20, 0
+        kept = held if n <= INDEX_MAX_NODES else 0  # with the graph through the spectrum
         knn = index + 16 * n * q + 24 * n * (q + 1)  # (dist, ind); a transformer's sort
-        weights = kept + 16 * n * q + 24 * n * k + 2 * sparse_bytes  # temporaries; K + K^T
+        weights = held + 16 * n * q + 24 * n * k + 2 * sparse_bytes  # temporaries; K + K^T
         search = max(knn, weights)
     if n <= DENSE_EIGEN_MAX_NODES or 3 * m >= n:
         solver = 16 * n * n + 8 * n * m
