@@ -56,11 +56,12 @@ CHEBYSHEV_MIN_NODES = 2_000_000
 #: (the index that places new points): it is dropped after the kNN search,
 #: before the spectrum, and :meth:`SpectralGraph.neighbor_index` fits it
 #: again on the nodes the first time a row that is not a node is predicted
-#: (as for a graph loaded from a ``memory`` cache). The index holds ~0.9 KB
-#: per node for pynndescent on 64 features (0.8 GB at 1,000,000 nodes, 8 GiB
-#: at 10,000,000: 40% of a 20 GiB budget), while fitting it again costs about
-#: one kNN search (measured, one thread: 6.7 s at 100,000 nodes; 80-130 s at
-#: 1,000,000), paid only if new points are predicted. Set it to 0 never to
+#: (as for a graph loaded from a ``memory`` cache). Measured with pynndescent
+#: on 64 features (``benchmarks/results/bench_scale_3m.md``): the index is
+#: 1.18 GiB at 3,000,000 nodes (0.41 KB per node; ~3.9 GiB at 10,000,000),
+#: as much as the spectrum's vectors, while fitting it again costs about
+#: one kNN search (measured, one thread: 6.7 s at 100,000 nodes; the kNN
+#: search took 77-129 s at 1,000,000), paid only if new points are predicted. Set it to 0 never to
 #: keep an index.
 INDEX_MAX_NODES = 1_000_000
 
