@@ -48,11 +48,11 @@ from bench_array_pool import embeddings, initial  # noqa: E402
 GIB = 2.0**30
 FASHION = Path("/usr/share/datasets/fashion-mnist")
 WARM_UP = 10_000  # rows of the first pynndescent call, which compiles its code
-NOT_RUN = {  # extrapolated from 100,000 and 1,000,000 (bench_scale_1m.md, bench_spectrum_*.md)
-    3_000_000: "not run (shared 2-core machine): est. kNN ~7 min, spectrum (float32 "
-    "Chebyshev) ~15 min, graph peak ~6.4 GiB (graph_memory_estimate)",
-    10_000_000: "not run: est. kNN ~25 min, spectrum (float32 Chebyshev) ~70 min, graph peak "
-    "~21 GiB + 2.4 GiB data, 8 GiB of it pynndescent's index kept with the graph",
+NOT_RUN = {  # extrapolated from 1,000,000 and 3,000,000 (bench_scale_1m*.md, bench_scale_3m.md)
+    10_000_000: "not run: est. (one core) kNN ~24 min, spectrum (float32 Chebyshev) ~52 min, "
+    "end to end ~80 min; graph phases ~12.6 GiB (3M x 10/3; graph_memory_estimate 16.4 GiB) "
+    "+ ~3.2 GiB before the fit (2.4 GiB data), pynndescent's index (~3.9 GiB) dropped "
+    "before the spectrum",
 }
 
 

@@ -52,6 +52,19 @@ EIGSH_TOL = 1e-8
 #: 10,000,000 nodes) are what a one-machine build cannot afford.
 CHEBYSHEV_MIN_NODES = 2_000_000
 
+#: Above this many nodes a graph does not keep the fitted neighbour search
+#: (the index that places new points): it is dropped after the kNN search,
+#: before the spectrum, and :meth:`SpectralGraph.neighbor_index` fits it
+#: again on the nodes the first time a row that is not a node is predicted
+#: (as for a graph loaded from a ``memory`` cache). Measured with pynndescent
+#: on 64 features (``benchmarks/results/bench_scale_3m.md``): the index is
+#: 1.18 GiB at 3,000,000 nodes (0.41 KB per node; ~3.9 GiB at 10,000,000),
+#: as much as the spectrum's vectors, while fitting it again costs about
+#: one kNN search (measured, one thread: 6.7 s at 100,000 nodes; the kNN
+#: search took 77-129 s at 1,000,000), paid only if new points are predicted. Set it to 0 never to
+#: keep an index.
+INDEX_MAX_NODES = 1_000_000
+
 #: Residual ``||A v - mu v||`` at which the float32 subspace iteration stops
 #: (its float32 arithmetic reaches about 1e-6).
 CHEBYSHEV_TOL = 1e-5
@@ -640,9 +653,10 @@ class SpectralGraph:
         units of the data; None for the other kernels.
     index : object
         The fitted neighbour search over the distinct points (None for
-        ``kernel="precomputed"``). A graph loaded from a ``memory`` cache on
-        disk has none until a new point needs it: :meth:`neighbor_index`
-        then fits it again on the nodes.
+        ``kernel="precomputed"``). A graph of more than
+        :data:`INDEX_MAX_NODES` nodes does not keep it, nor does a graph
+        loaded from a ``memory`` cache on disk: it is None until a new point
+        needs it, and :meth:`neighbor_index` then fits it again on the nodes.
     component_labels : ndarray of shape (n_nodes,)
         The connected component of each node, ``0`` to ``n_components - 1``.
     point_nodes : ndarray of shape (n_points,) or None
@@ -681,8 +695,10 @@ class SpectralGraph:
         """The fitted neighbour search over the distinct points, fitted now if missing.
 
         A graph loaded from a ``memory`` cache leaves its index behind (it may
-        not pickle, and it holds the data again); it is fitted again here, on
-        the nodes, the first time a new point is placed on the graph. With
+        not pickle, and it holds the data again), and a graph of more than
+        :data:`INDEX_MAX_NODES` nodes drops it after the kNN search (it costs
+        as much memory as the graph); it is fitted again here, on the nodes,
+        the first time a new point is placed on the graph, and kept. With
         approximate neighbours (a ``neighbors`` transformer) the refitted
         index is an equivalent one, not the same object: new points may get
         slightly different neighbours than from the index of the first build.
@@ -1438,7 +1454,8 @@ def graph_memory_estimate(
     transformer an allowance of 8 bytes per feature and 32 per neighbour
     of each node; distances and indices of each node's neighbours and their
     sorting; ``W`` built as CSR, its transpose and their sum), and the
-    spectrum (the index, kept with the graph; ``W`` and ``A = D^-1/2 W
+    spectrum (the index, kept with the graph up to
+    :data:`INDEX_MAX_NODES` nodes; ``W`` and ``A = D^-1/2 W
     D^-1/2``; ARPACK's Lanczos basis of ``max(2 n_eigs, 100)`` vectors and
     its ``n_eigs`` Ritz vectors, the float32 copy of ``A`` and three float32
     blocks of the subspace iteration
@@ -1472,16 +1489,17 @@ def _phase_bytes(n_nodes, n_features, params, nnz):
     search = kept = 0
     if params.kernel != "precomputed":
         q = max(k, params.scale_neighbor if params.kernel == "gaussian" else 0)
-        if params.neighbors is not None:  # pynndescent at 1M x 64: 0.8 GB kept
-            index = kept = n * (8 * n_features + 32 * (q + 1))
+        if params.neighbors is not None:  # pynndescent at 1M x 64: 0.8 GB
+            index = held = n * (8 * n_features + 32 * (q + 1))
         elif n_features <= 15:  # a k-d tree over a float64 copy
-            index = kept = 8 * n * n_features
+            index = held = 8 * n * n_features
         else:  # brute force: chunks of working_memory
             from sklearn import get_config
 
-            index = get_config()["working_memory"] * 2**20
+            index, held = get_config()["working_memory"] * 2**20, 0
+        kept = held if n <= INDEX_MAX_NODES else 0  # with the graph through the spectrum
         knn = index + 16 * n * q + 24 * n * (q + 1)  # (dist, ind); a transformer's sort
-        weights = kept + 16 * n * q + 24 * n * k + 2 * sparse_bytes  # temporaries; K + K^T
+        weights = held + 16 * n * q + 24 * n * k + 2 * sparse_bytes  # temporaries; K + K^T
         search = max(knn, weights)
     if n <= DENSE_EIGEN_MAX_NODES or 3 * m >= n:
         solver = 16 * n * n + 8 * n * m
@@ -1545,6 +1563,8 @@ def build_graph(data, params: GraphParams, first_equal=None, verbose=0) -> Spect
         first_equal = first_equal_rows(data)
         logger.log(level, "Equal rows among %d nodes: %.2f s.", data.shape[0], timer.lap())
     affinity = _affinity(params, data, first_equal, level)
+    if data.shape[0] > INDEX_MAX_NODES:  # fitted again on first use: neighbor_index()
+        affinity.index = None
     timer.lap()
     W, params = affinity.W, affinity.params
     degrees = np.asarray(W.sum(axis=1)).ravel()

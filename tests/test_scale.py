@@ -479,17 +479,54 @@ def test_available_memory_is_read_from_the_system():
     assert available is None or 0 < available < 2**50
 
 
-def test_memory_estimate_covers_the_traced_peak_of_a_build():
+@pytest.mark.parametrize("index_max_nodes", [10**6, 0], ids=["index kept", "index dropped"])
+def test_memory_estimate_covers_the_traced_peak_of_a_build(monkeypatch, index_max_nodes):
     import tracemalloc
 
     from sklearn.neighbors import KNeighborsTransformer
 
+    monkeypatch.setattr(graph_module, "INDEX_MAX_NODES", index_max_nodes)
     X = make_blobs(3000, n_features=8, centers=4, random_state=0)[0].astype(np.float32)
     for neighbors, n_eigs in ((None, 10), (KNeighborsTransformer(n_neighbors=11), 40)):
         params = GraphParams("gaussian", 10, 5, 3.0, n_eigs, neighbors=neighbors)
         tracemalloc.start()
-        graph_module.build_graph(X, params)
+        graph = graph_module.build_graph(X, params)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
+        assert (graph.index is None) == (index_max_nodes == 0)
         estimate = graph_module.graph_memory_estimate(3000, 8, params)
         assert peak <= estimate, (neighbors, peak, estimate)
+
+
+def test_memory_estimate_counts_the_index_only_where_the_graph_keeps_it(monkeypatch):
+    from sklearn.neighbors import KNeighborsTransformer
+
+    params = GraphParams("gaussian", 10, 7, 3.0, 50, neighbors=KNeighborsTransformer())
+    n, d, q = 3_000_000, 64, 10
+    index = n * (8 * d + 32 * (q + 1))  # the transformer's allowance
+    monkeypatch.setattr(graph_module, "INDEX_MAX_NODES", n)
+    search, kept = graph_module._phase_bytes(n, d, params, None)
+    monkeypatch.setattr(graph_module, "INDEX_MAX_NODES", n - 1)
+    assert graph_module._phase_bytes(n, d, params, None) == (search, kept - index)
+
+
+@pytest.mark.parametrize("neighbors", ["exact", "transformer"])
+def test_new_rows_predicted_alike_with_and_without_the_kept_index(monkeypatch, neighbors):
+    """Above INDEX_MAX_NODES the graph drops its neighbour index and fits it on first use."""
+    from sklearn.neighbors import KNeighborsTransformer
+
+    X, y, labels, first = blobs(n=200)
+    X[150:160] = X[140:150]  # equal nodes: the index is over the distinct points
+    X_new = np.vstack([X[:20] + 0.05, make_blobs(20, n_features=5, random_state=1)[0], X[150:155]])
+    knn = KNeighborsTransformer(n_neighbors=11) if neighbors == "transformer" else None
+    predictions = []
+    for index_max_nodes in (10**6, 0):
+        monkeypatch.setattr(graph_module, "INDEX_MAX_NODES", index_max_nodes)
+        clear_graph_cache()
+        clf = SpectralGraphClassifier(n_eigs=10, neighbors=knn).fit(X, labels)
+        assert (clf.graph_.index is None) == (index_max_nodes == 0)
+        predictions.append((clf.predict_proba(X_new), clf.predict(X_new)))
+        assert clf.graph_.index is not None  # fitted on first use, then kept
+        assert_array_equal(clf.predict_proba(X_new), predictions[-1][0])
+    assert_array_equal(predictions[1][0], predictions[0][0])
+    assert_array_equal(predictions[1][1], predictions[0][1])
