@@ -80,7 +80,7 @@ from .baselines import BASELINES, db_rkhs, sopt_hf, vopt_hf
 from .classifier import SpectralGraphClassifier
 from .coldstart import cold_start as graph_cold_start
 from .datasets import DATASETS, load_dataset
-from .graph import GRAPH_CACHE, NodeSet, _DiskStore
+from .graph import GRAPH_CACHE, NodeSet
 from .losses import LOSSES
 from .query import model_change, random_sampling, sopt, uncertainty, vopt
 from .selection import check_candidates
@@ -1127,13 +1127,11 @@ class _Runner:
     def share_graph(self) -> None:
         """Store the graph in ``memory`` for workers and later runs, unless it is there.
 
-        A graph found in this process's cache is not stored by a fit; it is
-        stored here as the disk cache stores a graph it builds (the key of
-        ``GraphCache._from_disk``, without the neighbour index).
+        A graph found in this process's cache is not stored by a fit
+        (see :meth:`skmcal.graph.GraphCache.store`).
         """
         params, graph = self.load_graph()
-        key = (params.key(self.data.pool.digest), __version__)
-        _DiskStore(self.memory, "r").get_or_put(key, lambda: dataclasses.replace(graph, index=None))
+        GRAPH_CACHE.store(self.data.pool, params, graph, self.memory)
 
     def initial_labels(self, trial: int) -> np.ndarray:
         """The labels at iteration 0 of a trial, the same for every strategy."""

@@ -1838,6 +1838,51 @@ class GraphCache:
                     self._key_locks[key] = (key_lock, waiting - 1)
         return graph
 
+    def store(self, nodes: NodeSet, params: GraphParams, graph: SpectralGraph, memory) -> bool:
+        """Put ``graph`` (the graph of ``params`` on ``nodes``) in the disk cache ``memory``.
+
+        As :meth:`get_or_build` stores a graph it builds: without its
+        neighbour index, under the key of ``params`` and the node content, so
+        that later fits and other processes with the same ``memory`` load it.
+        A graph found in this in-process cache is not stored by a fit; this
+        stores it, for instance before handing work to other processes.
+
+        Parameters
+        ----------
+        nodes : NodeSet
+        params : GraphParams
+        graph : SpectralGraph
+        memory : str, path-like or joblib.Memory
+            The disk cache (see :func:`check_memory`).
+
+        Returns
+        -------
+        bool
+            True if the graph was written, False if the cache held it already
+            (or ``params`` cannot be cached: a ``random_state`` object).
+        """
+        from . import __version__
+
+        memory = check_memory(memory)
+        cacheable = params.random_state is None or isinstance(
+            params.random_state, (int, np.integer)
+        )
+        if memory is None or not cacheable:
+            return False
+        written = []
+
+        def put():
+            written.append(True)
+            return replace(graph, index=None)
+
+        key = (params.key(nodes.digest), __version__)
+        location = getattr(memory, "location", None)
+        if isinstance(location, (str, os.PathLike)):
+            _DiskStore(location, getattr(memory, "mmap_mode", None)).get_or_put(key, put)
+        else:
+            memory.cache(_stored_graph, ignore=["build"])(*key, build=put)
+        return bool(written)
+
     def _obtain(self, nodes, params, key, memory, verbose, keep):
         """The graph built, or loaded from ``memory`` (stored there once built)."""
         memory = check_memory(memory) if key is not None else None

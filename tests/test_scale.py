@@ -306,6 +306,26 @@ def test_memory_second_estimator_loads_instead_of_building(tmp_path):
     assert GRAPH_CACHE.builds == builds + 1  # other parameters: another graph
 
 
+@pytest.mark.parametrize("as_joblib", [False, True])
+def test_store_puts_a_graph_of_the_in_process_cache_on_disk(tmp_path, as_joblib):
+    X, y, labels, first = blobs()
+    pool = NodeSet(X)
+    clear_graph_cache()
+    built = SpectralGraphClassifier(nodes=pool, n_eigs=10).fit(X[first], y[first])
+    memory = joblib.Memory(tmp_path, verbose=0) if as_joblib else tmp_path
+    params = built._graph_params(pool.n_nodes)
+    assert GRAPH_CACHE.store(pool, params, built.graph_, memory)
+    assert not GRAPH_CACHE.store(pool, params, built.graph_, memory)  # held already
+    assert built.graph_.index is not None  # the graph in use keeps its index
+    clear_graph_cache()
+    builds, loads = GRAPH_CACHE.builds, GRAPH_CACHE.loads
+    loaded = SpectralGraphClassifier(nodes=pool, n_eigs=10, memory=memory).fit(X[first], y[first])
+    assert GRAPH_CACHE.builds == builds and GRAPH_CACHE.loads == loads + 1
+    assert loaded.graph_.index is None
+    assert_array_equal(loaded.eigenvectors_, built.eigenvectors_)
+    assert_array_equal(loaded.transduction_, built.transduction_)
+
+
 def test_memory_accepts_a_joblib_memory_and_serves_the_full_model(tmp_path):
     X, y, labels, first = blobs()
     memory = joblib.Memory(tmp_path, verbose=0)
