@@ -142,7 +142,9 @@ class GraphQueryStrategy(SingleAnnotatorPoolQueryStrategy):
         How a batch of more than one row is chosen: the ``batch_size`` best
         rows (``topk``) or one at a time, each added with its pseudo-label
         through the posterior's look-ahead update before the next is scored
-        (``greedy``). Ignored by ``random_sampling``.
+        (``greedy``). Ignored by ``random_sampling``. Top-k by default,
+        unlike skmcal's own strategies (greedy by default), because
+        ``return_utilities`` needs a single scoring.
     strategy_options : dict or None, default=None
         Further options of the strategy, such as ``{"measure": "entropy"}``
         for ``uncertainty``.
