@@ -1653,6 +1653,27 @@ def check_memory(memory):
     return memory
 
 
+def _cache_key(nodes: NodeSet, params: GraphParams):
+    """The cache key of the graph of ``params`` on ``nodes``, or None when it cannot be
+    cached (``random_state`` a RandomState: another spectrum at each build)."""
+    if params.random_state is None or isinstance(params.random_state, (int, np.integer)):
+        return params.key(nodes.digest)
+    return None
+
+
+def _disk_get_or_put(memory, key, build):
+    """The graph of ``key`` in the disk cache ``memory`` (a checked ``joblib.Memory``-like),
+    put there by ``build()`` if it is not (under the key and skmcal's version)."""
+    from . import __version__
+
+    location = getattr(memory, "location", None)
+    if isinstance(location, (str, os.PathLike)):
+        store = _DiskStore(location, getattr(memory, "mmap_mode", None))
+        return store.get_or_put((key, __version__), build)
+    # any other object with cache()
+    return memory.cache(_stored_graph, ignore=["build"])(key, __version__, build=build)
+
+
 def _stored_graph(key, version, build):
     """The graph of ``key`` (``build`` is no part of the key), for a ``memory`` with no folder."""
     return build()
@@ -1806,10 +1827,7 @@ class GraphCache:
         Of threads asking for one key at once, the first obtains the graph
         (built or loaded) and the others wait for it and return it.
         """
-        cacheable = params.random_state is None or isinstance(
-            params.random_state, (int, np.integer)
-        )
-        key = params.key(nodes.digest) if cacheable else None
+        key = _cache_key(nodes, params)
         if not keep or key is None:
             return self._obtain(nodes, params, key, memory, verbose, keep)
         with self._lock:
@@ -1861,13 +1879,9 @@ class GraphCache:
             True if the graph was written, False if the cache held it already
             (or ``params`` cannot be cached: a ``random_state`` object).
         """
-        from . import __version__
-
         memory = check_memory(memory)
-        cacheable = params.random_state is None or isinstance(
-            params.random_state, (int, np.integer)
-        )
-        if memory is None or not cacheable:
+        key = _cache_key(nodes, params)
+        if memory is None or key is None:
             return False
         written = []
 
@@ -1875,12 +1889,7 @@ class GraphCache:
             written.append(True)
             return replace(graph, index=None)
 
-        key = (params.key(nodes.digest), __version__)
-        location = getattr(memory, "location", None)
-        if isinstance(location, (str, os.PathLike)):
-            _DiskStore(location, getattr(memory, "mmap_mode", None)).get_or_put(key, put)
-        else:
-            memory.cache(_stored_graph, ignore=["build"])(*key, build=put)
+        _disk_get_or_put(memory, key, put)
         return bool(written)
 
     def _obtain(self, nodes, params, key, memory, verbose, keep):
@@ -1908,8 +1917,6 @@ class GraphCache:
         return graph
 
     def _from_disk(self, memory, key, nodes, params, verbose, count):
-        from . import __version__
-
         level = phase_level(verbose)
         built = []
 
@@ -1920,12 +1927,7 @@ class GraphCache:
 
         start = time.perf_counter()
         location = getattr(memory, "location", None)
-        if isinstance(location, (str, os.PathLike)):
-            stored = _DiskStore(location, getattr(memory, "mmap_mode", None)).get_or_put(
-                (key, __version__), build
-            )
-        else:  # any other object with cache()
-            stored = memory.cache(_stored_graph, ignore=["build"])(key, __version__, build=build)
+        stored = _disk_get_or_put(memory, key, build)
         if built:
             logger.log(level, "Graph stored in the disk cache %s.", location)
             return built[0]
