@@ -69,3 +69,22 @@ def fake_pynndescent(monkeypatch):
     clear_graph_cache()  # so that every graph of the test is built, not taken from the cache
     yield fits
     clear_graph_cache()
+
+
+@pytest.fixture
+def evidence_selections(monkeypatch):
+    """The labeled-node counts of the fits that chose (tau, gamma) by the evidence, in order.
+
+    ``skmcal.classifier.select_hyperparameters`` is wrapped to record each call.
+    """
+    import skmcal.classifier as module
+
+    calls = []
+    select = module.select_hyperparameters
+
+    def counting(*args, **kwargs):
+        calls.append(args[2].shape[0])
+        return select(*args, **kwargs)
+
+    monkeypatch.setattr(module, "select_hyperparameters", counting)
+    return calls

@@ -724,18 +724,9 @@ def test_auto_hyperparameters_maximise_the_evidence_of_the_loss(loss):
     assert table[(0.03, fixed.gamma_)] == max(table[(0.03, g)] for g in DEFAULT_GAMMAS)
 
 
-def test_auto_choice_is_reused_by_warm_refits_until_the_labels_grow(monkeypatch):
+def test_auto_choice_is_reused_by_warm_refits_until_the_labels_grow(evidence_selections):
     """Newton losses reuse the choice until the labels grow by a quarter; gr/mgr never do."""
-    import skmcal.classifier as module
-
-    calls = []
-    select = module.select_hyperparameters
-
-    def counting(*args, **kwargs):
-        calls.append(args[2].shape[0])
-        return select(*args, **kwargs)
-
-    monkeypatch.setattr(module, "select_hyperparameters", counting)
+    calls = evidence_selections
     X, y_true, y = moons()
     labeled = list(np.flatnonzero(y != -1))
     unlabeled = [i for i in range(len(y)) if y[i] == -1]

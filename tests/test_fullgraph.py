@@ -267,21 +267,13 @@ def test_spectral_hessian_at_the_full_graph_map(name):
     np.testing.assert_allclose(got, expected, atol=1e-10)
 
 
-def test_classifier_full_refits_reuse_the_auto_choice(monkeypatch):
+def test_classifier_full_refits_reuse_the_auto_choice(evidence_selections):
     """model="full": a warm refit keeps (tau, gamma) until the labels grow by a quarter."""
     from sklearn.datasets import make_moons
 
-    import skmcal.classifier as module
     from skmcal import SpectralGraphClassifier
 
-    calls = []
-    select = module.select_hyperparameters
-
-    def counting(*args, **kwargs):
-        calls.append(args[2].shape[0])
-        return select(*args, **kwargs)
-
-    monkeypatch.setattr(module, "select_hyperparameters", counting)
+    calls = evidence_selections
     X, y_true = make_moons(200, noise=0.05, random_state=0)
     order = np.random.RandomState(0).permutation(200)
     clf = SpectralGraphClassifier("mgr", model="full", n_eigs=20)
