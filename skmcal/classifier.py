@@ -148,7 +148,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         (within 1 point of the best peer from 100 labels on, on every data
         set there); ``mgr`` is several times faster per query and refit (a
         closed form, no Newton iterations) and is as accurate with
-        uncertainty sampling (see the user guide, "Choosing a model").
+        uncertainty sampling (see the user guide, "Choosing a loss and a
+        strategy").
     model : {"spectral", "full", "poisson"}, default="spectral"
         The latent function. ``spectral``: ``u = V alpha`` in the ``n_eigs``
         smallest eigenvectors (the paper). ``full``: the MAP over all nodes,
