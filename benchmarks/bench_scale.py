@@ -71,8 +71,10 @@ def reset_peak():
 
 
 def note(rows, name, seconds):
-    """A row: the phase, its seconds, the peak since the last row and the RSS now."""
+    """A row: the phase, its seconds, the peak since the last row, the RSS now; also to stderr."""
     rows.append((name, seconds, status("VmHWM"), status("VmRSS")))
+    print(f"[{time.strftime('%H:%M:%S')}] {name}: {seconds} s, peak {rows[-1][2] / GIB:.2f} GiB",
+          file=sys.stderr, flush=True)  # fmt: skip
     reset_peak()
 
 
@@ -104,9 +106,11 @@ def run_size(n, args):
     if args.neighbors == "pynndescent":
         from pynndescent import PyNNDescentTransformer
 
-        neighbors = PyNNDescentTransformer(n_neighbors=11, random_state=0, n_jobs=1)
+        neighbors = PyNNDescentTransformer(n_neighbors=11, random_state=0, n_jobs=args.knn_jobs)
         t0 = time.perf_counter()
-        clone(neighbors).fit_transform(embeddings(WARM_UP, seed=1)[0])
+        warm = embeddings(WARM_UP, seed=1)[0]
+        warm.flags.writeable = False  # as the NodeSet leaves X: numba compiles per array kind
+        clone(neighbors).fit_transform(warm)
         note(rows, f"pynndescent numba compilation ({WARM_UP:,} rows)", time.perf_counter() - t0)
     t0 = time.perf_counter()
     pool = NodeSet(X, copy=False)
@@ -126,14 +130,17 @@ def run_size(n, args):
     graph_peak = max(r[2] for r in handler.rows) - before
     note(rows, "first fit (graph + spectrum + mgr fit), total", first_fit)
     accuracy, ten = {}, {}
-    runs = (("mgr", "mgr", "spectral"), ("ce", "ce", "spectral"), ("full mgr", "mgr", "full"))
-    for name, loss, model in runs[: 2 if args.no_full else 3]:
+    runs = [("mgr", "mgr", "spectral", "topk"), ("ce", "ce", "spectral", "topk")]
+    runs += [("mgr, greedy batch", "mgr", "spectral", "greedy")] * args.greedy
+    runs += [("full mgr", "mgr", "full", "topk")] * (not args.no_full)
+    for name, loss, model, batch in runs:
         clf = SpectralGraphClassifier(loss, model=model, **make).fit(X[init], y[init])
         labeled, times = list(init), []
         for it in range(args.iterations + 1):
             t0 = time.perf_counter()
-            idx, _ = model_change(clf, pool, n_instances=5, candidates=0.1, batch="topk",
-                                 random_state=it)
+            idx, _ = model_change(
+                clf, pool, n_instances=5, candidates=0.1, batch=batch, random_state=it
+            )
             labeled.extend(idx)
             clf.fit(X[labeled], y[labeled])
             times.append(time.perf_counter() - t0)
@@ -222,13 +229,21 @@ def header(argv, script="bench_scale.py"):
 def child(argv, n, *extra):
     """Run this script on one size in a fresh process; its RESULT, or the error text."""
     command = [sys.executable, __file__, *argv, "--child", str(n), *extra]
-    out = subprocess.run(command, capture_output=True, text=True)
-    found = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
-    return json.loads(found[0][7:]) if found else f"failed ({out.returncode}): {out.stderr[-400:]}"
+    # stderr (the phases as they end) passes through; the last lines name a failure
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p:
+        tail = []
+        for line in p.stderr:
+            sys.stderr.write(line)
+            tail = [*tail[-20:], line]
+        out = p.stdout.read()
+    found = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
+    return json.loads(found[0][7:]) if found else f"failed ({p.returncode}): {''.join(tail)[-400:]}"
 
 
 def phase_table(n, args, r):
-    title = f"## N = {n:,} x {args.d} float32, {args.neighbors} kNN, {args.n_eigs} eigenpairs"
+    knn = f" (n_jobs={args.knn_jobs})" if args.neighbors == "pynndescent" else ""
+    title = (f"## N = {n:,} x {args.d} float32, {args.neighbors} kNN{knn}, "
+             f"{args.n_eigs} eigenpairs")  # fmt: skip
     head = "| phase | seconds | peak GiB (in phase) | RSS GiB after |"
     lines = [title, "", head, "|---" * 4 + "|"]
     for name, sec, peak, rss in r["rows"]:
@@ -251,6 +266,8 @@ def main(argv=None):
     p.add_argument("--n-eigs", type=int, default=50)
     p.add_argument("--iterations", type=int, default=10)
     p.add_argument("--no-full", action="store_true", help='skip model="full" (slow above 100k)')
+    p.add_argument("--greedy", action="store_true", help="also mgr with greedy batches")
+    p.add_argument("--knn-jobs", type=int, default=1, help="pynndescent's n_jobs (default 1)")
     p.add_argument("--crossover", action="store_true")
     p.add_argument("--sizes-64", type=int, nargs="+", default=[20000, 50000, 100000])
     p.add_argument("--sizes-784", type=int, nargs="+", default=[20000, 70000])

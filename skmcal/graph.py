@@ -25,7 +25,6 @@ from dataclasses import dataclass, field, replace
 import joblib
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import get_blas_funcs
 from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
 from scipy.sparse.linalg import LinearOperator, eigsh
 from scipy.sparse.linalg import norm as sparse_norm
@@ -33,6 +32,8 @@ from sklearn.base import clone
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_array, check_random_state
 from threadpoolctl import threadpool_limits
+
+from skmcal._sparse import block_product, limit_threads
 
 #: Above this many nodes the spectrum is computed by ARPACK (eigsh); at or
 #: below it, or when ``n_eigs`` is a third of the nodes or more, by dense ``eigh``.
@@ -1262,25 +1263,21 @@ def chebyshev_eigenpairs(
     size = min(n, n_wanted + max(8, n_wanted // 4))
     rng = check_random_state(0 if random_state is None else random_state)
     Q = _orthonormal_columns(project(rng.standard_normal((n, size)).astype(np.float32)))
-    axpy = get_blas_funcs("axpy", dtype=np.float32)
     cut = 0.0
     for _ in range(max_iter):
         half, centre = (cut + 1.0) / 2, (cut - 1.0) / 2  # [-1, cut] -> [-1, 1]
-        Y0, Y1 = Q, A32 @ Q
+        # T_1 = t Q and T_{j+1} = 2 t T_j - T_{j-1}, t = (A - centre) / half,
+        # each step one pass over the block (block_product).
+        Y0, Y1 = Q, block_product(A32, Q, 1.0 / half, -centre / half)
         del Q
-        axpy(Y0.ravel(), Y1.ravel(), a=-centre)
-        Y1 *= np.float32(1.0 / half)
-        for _ in range(degree - 1):  # T_{j+1} = 2 t T_j - T_{j-1}, in place
-            Y2 = A32 @ Y1
-            axpy(Y1.ravel(), Y2.ravel(), a=-centre)
-            Y2 *= np.float32(2.0 / half)
-            axpy(Y0.ravel(), Y2.ravel(), a=-1.0)
+        for _ in range(degree - 1):
+            Y2 = block_product(A32, Y1, 2.0 / half, -2.0 * centre / half, Y0, -1.0)
             Y0, Y1 = Y1, project(Y2)
             del Y2
         del Y0
         Q = _orthonormal_columns(project(Y1))
         del Y1
-        AQ = A32 @ Q
+        AQ = block_product(A32, Q)
         H = (Q.T @ AQ).astype(np.float64)
         mu, U = np.linalg.eigh((H + H.T) / 2)
         mu, U = mu[::-1], np.ascontiguousarray(U[:, ::-1], dtype=np.float32)
@@ -1734,7 +1731,7 @@ class _FileLock:
 
 
 def _build_threads(n_jobs):
-    """Thread pools (BLAS, OpenMP) of a graph build: ``n_jobs`` threads, or as they are (None).
+    """Thread pools (BLAS, OpenMP, numba) of a graph build: ``n_jobs`` threads, or as they are.
 
     A joblib worker has its pools limited to its share of the cores; with
     ``n_jobs`` given, the build that other workers may be waiting for (see
@@ -1742,7 +1739,11 @@ def _build_threads(n_jobs):
     """
     if n_jobs is None:
         return contextlib.nullcontext()
-    return threadpool_limits(limits=joblib.effective_n_jobs(n_jobs))
+    n_threads = joblib.effective_n_jobs(n_jobs)
+    stack = contextlib.ExitStack()
+    stack.enter_context(threadpool_limits(limits=n_threads))
+    stack.enter_context(limit_threads(n_threads))
+    return stack
 
 
 class GraphCache:

@@ -597,8 +597,12 @@ def _two_component_knn_graph(n, seed):
     return sp.block_diag([_knn_graph(n, seed), _knn_graph(n // 2, seed + 1)], format="csr")
 
 
+@pytest.mark.parametrize("parallel", [False, True], ids=["scipy-product", "numba-product"])
 @pytest.mark.parametrize("make", [_knn_graph, _two_component_knn_graph])
-def test_laplacian_spectrum_chebyshev_path_matches_eigh(make):
+def test_laplacian_spectrum_chebyshev_path_matches_eigh(make, parallel, monkeypatch):
+    if parallel:  # the block products on numba's threads (skmcal._sparse), as on large graphs
+        pytest.importorskip("numba")
+        monkeypatch.setattr("skmcal._sparse.PARALLEL_MIN_ROWS", 0)
     W = make(150, seed=5)
     n = W.shape[0]
     Wd = W.toarray()
