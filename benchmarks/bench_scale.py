@@ -119,7 +119,8 @@ def run_size(n, args):
     handler, log = Phases(), logging.getLogger("skmcal")
     log.addHandler(handler)
     log.setLevel(logging.DEBUG)
-    init, make = initial(y), dict(nodes=pool, neighbors=neighbors, n_eigs=args.n_eigs)
+    make = dict(nodes=pool, neighbors=neighbors, n_eigs=args.n_eigs, memory=args.memory or None)
+    init = initial(y)
     estimator, before = SpectralGraphClassifier("mgr", **make), status("VmRSS")
     estimate = graph_memory_estimate(n, args.d, estimator._graph_params(n))
     t0 = time.perf_counter()
@@ -135,6 +136,9 @@ def run_size(n, args):
     runs += [("full mgr", "mgr", "full", "topk")] * (not args.no_full)
     for name, loss, model, batch in runs:
         clf = SpectralGraphClassifier(loss, model=model, **make).fit(X[init], y[init])
+        rest = np.setdiff1d(np.arange(n), init)
+        start = float(np.mean(clf.transduction_[rest] == y[rest]))
+        accuracy[f"{name} at {len(init)} labels"] = start
         labeled, times = list(init), []
         for it in range(args.iterations + 1):
             t0 = time.perf_counter()
@@ -275,7 +279,7 @@ def main(argv=None):
     p.add_argument("--grid-search", action="store_true")
     p.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--n-jobs", type=int, default=1, help=argparse.SUPPRESS)
-    p.add_argument("--memory", default="", help=argparse.SUPPRESS)
+    p.add_argument("--memory", default="", help="graph cache folder (the estimators' memory=)")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
 

@@ -66,6 +66,18 @@ def _kernel():
     return product
 
 
+#: Rows handed to a thread at a time. Rows differ in cost (their number of
+#: entries, and how far their neighbours lie in memory), so equal shares of the
+#: rows per thread (numba's default, static schedule) leave threads waiting.
+CHUNK_ROWS = 4096
+
+
+def _dynamic_schedule():
+    import numba
+
+    return numba.parallel_chunksize(CHUNK_ROWS)
+
+
 @contextlib.contextmanager
 def _numba_threads(n_threads):
     if n_threads is None:
@@ -118,7 +130,7 @@ def block_product(A: sp.csr_matrix, Y: np.ndarray, scale=1.0, shift=0.0, prev=No
         prev, prev_coef = Y, 0.0
     out = np.empty((A.shape[0], Y.shape[1]), dtype=A.dtype)
     n_threads = getattr(_LOCAL, "n_threads", None)
-    with _LOCK, _numba_threads(n_threads):
+    with _LOCK, _numba_threads(n_threads), _dynamic_schedule():
         kernel(A.indptr, A.indices, A.data, Y, dtype(scale), dtype(shift),
                np.ascontiguousarray(prev), dtype(prev_coef), out)  # fmt: skip
     return out

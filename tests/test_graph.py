@@ -629,6 +629,19 @@ def test_laplacian_spectrum_chebyshev_path_matches_eigh(make, parallel, monkeypa
     np.testing.assert_array_equal(again[1], V)  # seeded: deterministic
 
 
+def test_chebyshev_spectrum_is_the_same_with_numba_threads_or_scipy(monkeypatch):
+    # the threaded product sums each row in scipy's order: identical spectra
+    pytest.importorskip("numba")
+    W = _two_component_knn_graph(150, seed=6)
+    monkeypatch.setattr("skmcal._sparse._kernel", lambda: None)
+    plain = laplacian_spectrum(W, N_EIGS, random_state=2, solver="chebyshev")
+    monkeypatch.undo()
+    monkeypatch.setattr("skmcal._sparse.PARALLEL_MIN_ROWS", 0)
+    threaded = laplacian_spectrum(W, N_EIGS, random_state=2, solver="chebyshev")
+    np.testing.assert_array_equal(threaded[0], plain[0])
+    np.testing.assert_array_equal(threaded[1], plain[1])
+
+
 def test_laplacian_spectrum_solver_choice(monkeypatch):
     calls = _spy_on_eigsh(monkeypatch)
     used = []
