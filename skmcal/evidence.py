@@ -15,8 +15,8 @@ independent given the shared prior), exactly: ``y ~ N(0, S)``, ``S = gamma^2 I
     log|S| = n log gamma^2 + log|A| - log|Lambda_tau|.
 
 ``logistic``, ``probit`` and ``ce`` by the Laplace approximation around the MAP
-``a`` of :func:`skmcal.fitting.fit_posterior`, with ``H`` the Hessian there (the
-inverse of its covariance):
+``a`` of :func:`skmcal.fitting.newton_map`, with ``H`` the Hessian there (its log
+determinant from the Cholesky factor of Newton's last Hessian):
 
     log Z ~ -sum_j loss(p_j'a, y_j) - 1/2 a'Lambda_tau a - 1/2 log|H| + 1/2 log|Lambda_tau|.
 
@@ -29,14 +29,12 @@ the labels for every ``gamma``, so their evidences compare across ``gamma``.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ._threads import with_small_algebra
-from .fitting import fit_posterior
-from .posterior import cholesky, project_classes, zero_sum_basis
+from .fitting import newton_map
+from .posterior import cholesky
 
 #: The default grids of :func:`select_hyperparameters`. Bounded below in gamma:
 #: with a few labels the evidence of ``ce`` keeps rising as gamma falls
@@ -74,23 +72,21 @@ def _gaussian_evidence(prior, P, targets, gamma):
 
 
 def _laplace_evidence(loss, prior, P, targets, gamma, coef_init):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", ConvergenceWarning)
-        post = fit_posterior(
-            loss, prior, P, np.arange(P.shape[0]), targets, gamma, coef_init=coef_init
+    fit = newton_map(loss, prior, P, targets, gamma, coef_init=coef_init)
+    if not fit.converged:
+        raise ConvergenceWarning(
+            f"Newton's method for the {loss.name!r} loss did not converge at gamma={gamma!r}."
         )
-    coef = post.coef
+    coef = fit.coef
+    value = loss.value(P @ coef, targets, gamma).sum()
+    # log|H| from the factor of Newton's last Hessian (ce: H~ on the zero-sum
+    # subspace, which H maps to itself); no covariance is formed.
     if loss.multiclass:
-        n_classes = targets.shape[1]
-        value = loss.value(P @ coef, targets, gamma).sum()
         quad = np.sum(prior[:, None] * coef * coef)
-        # H maps the zero-sum subspace to itself: the projected covariance is H~^-1.
-        reduced = project_classes(post.cov, zero_sum_basis(n_classes))
-        logdet = -_logdet_factor(cholesky(reduced)) - (n_classes - 1) * np.sum(np.log(prior))
+        logdet = fit.log_det_hessian() - (targets.shape[1] - 1) * np.sum(np.log(prior))
     else:
-        value = loss.value(P @ coef, targets, gamma).sum()
         quad = np.dot(prior * coef, coef)
-        logdet = -_logdet_factor(cholesky(post.cov)) - np.sum(np.log(prior))
+        logdet = fit.log_det_hessian() - np.sum(np.log(prior))
     return -value - 0.5 * quad - 0.5 * logdet, coef
 
 

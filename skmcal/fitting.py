@@ -11,6 +11,7 @@ loss.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -304,15 +305,10 @@ def fit_posterior(
     if loss.closed_form:
         coef, cov = _gaussian_map(prior, P, targets, gamma)
         return family(loss, gamma, eigenvectors, coef, cov, **extra)
-    if loss.family == "softmax":
-        problem = _CrossEntropyProblem(loss, prior, P, targets, gamma)
-    else:
-        problem = _BinaryProblem(loss, prior, P, targets, gamma)
-    x0 = problem.start(coef_init)
-    if coef_init is not None and not problem.objective(x0) <= problem.objective(0.0 * x0):
-        x0 = 0.0 * x0  # a warm start worse than the prior mean: start cold
-    x, _, factor, n_iter, converged = _newton(problem, x0, max_iter, tol)
-    if not converged:
+    fit = newton_map(
+        loss, prior, P, targets, gamma, coef_init=coef_init, max_iter=max_iter, tol=tol
+    )
+    if not fit.converged:
         warnings.warn(
             f"Newton's method for the {loss.name!r} loss did not converge in "
             f"max_iter={max_iter} iterations (tol={tol}); increase max_iter.",
@@ -323,12 +319,51 @@ def fit_posterior(
         loss,
         gamma,
         eigenvectors,
-        problem.coef(x),
-        problem.covariance(factor),
-        n_iter=n_iter,
-        converged=converged,
+        fit.coef,
+        fit.problem.covariance(fit.factor),
+        n_iter=fit.n_iter,
+        converged=fit.converged,
         **extra,
     )
+
+
+@dataclass(frozen=True)
+class NewtonMap:
+    """The MAP of a Newton loss and the Cholesky factor of its Hessian there.
+
+    ``factor`` is the lower factor of the Hessian on the subspace the iterates
+    live in (ce: the zero-sum subspace, ``H~``); ``problem.covariance(factor)``
+    is the Laplace covariance and ``2 sum(log(diag(factor)))`` the log
+    determinant of that Hessian, without forming the covariance.
+    """
+
+    coef: np.ndarray
+    factor: np.ndarray
+    problem: _BinaryProblem
+    n_iter: int
+    converged: bool
+
+    def log_det_hessian(self) -> float:
+        """``log|H|`` (binary) or ``log|H~|`` (ce, on the zero-sum subspace)."""
+        return 2.0 * float(np.sum(np.log(np.diag(self.factor))))
+
+
+def newton_map(loss, prior, P, targets, gamma, *, coef_init=None, max_iter=100, tol=1e-10):
+    """MAP of a Newton loss (logistic, probit, ce) by :func:`_newton`, with its Hessian factor.
+
+    Parameters as :func:`fit_posterior`, with ``P`` the eigenvector rows of
+    the labeled nodes. A warm start worse than the prior mean is replaced by
+    the prior mean. No warning: the caller reads ``converged``.
+    """
+    if loss.family == "softmax":
+        problem = _CrossEntropyProblem(loss, prior, P, targets, gamma)
+    else:
+        problem = _BinaryProblem(loss, prior, P, targets, gamma)
+    x0 = problem.start(coef_init)
+    if coef_init is not None and not problem.objective(x0) <= problem.objective(0.0 * x0):
+        x0 = 0.0 * x0  # a warm start worse than the prior mean: start cold
+    x, _, factor, n_iter, converged = _newton(problem, x0, max_iter, tol)
+    return NewtonMap(problem.coef(x), factor, problem, n_iter, converged)
 
 
 @with_small_algebra

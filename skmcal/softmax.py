@@ -192,9 +192,9 @@ class SoftmaxPosterior(LaplacePosterior):
         D = Dt.transpose(2, 1, 0)  # (n_c M, d, K)
         return 0.5 * (G + G.transpose(1, 0, 2)), np.ascontiguousarray(G2), D
 
-    def _product_forms(self, nodes, coefficients):
-        """Both forms of the nodes from the products ``v_m v_m'``: ``(2, d, d, K)``."""
-        V = self.eigenvectors[nodes]
+    def _product_forms(self, V, coefficients):
+        """Both forms of the nodes with eigenvector rows ``V`` from the products ``v_m v_m'``:
+        ``(2, d, d, K)``."""
         n_nodes, M = V.shape
         d = self.n_classes - 1
         dtype = coefficients.dtype
@@ -211,14 +211,14 @@ class SoftmaxPosterior(LaplacePosterior):
         G[:, class_cols, class_rows] = forms
         return G
 
-    def _forms(self, nodes, source):
-        """``(G_k, D_k' D_k)`` of the nodes: ``source`` None (exact, direct), "kept"
-        (float32 :class:`KeptForms`) or coefficients (in their precision)."""
+    def _forms(self, nodes, V, source):
+        """``(G_k, D_k' D_k)`` of the nodes (eigenvector rows ``V``): ``source`` None (exact,
+        direct), "kept" (float32 :class:`KeptForms`) or coefficients (in their precision)."""
         if source is None:
             return self._direct(nodes)[:2]
         if isinstance(source, str):
             return self.forms.take(nodes)
-        G = self._product_forms(nodes, source)
+        G = self._product_forms(V, source)
         return G[0], G[1]
 
     # -------------------------------------------------------- small solves
@@ -246,11 +246,13 @@ class SoftmaxPosterior(LaplacePosterior):
 
     def _terms(self, nodes, source, *, need_gain=True, weighted=None) -> LookAheadTerms:
         """The look-ahead terms of ``nodes`` (forms from ``source``, see :meth:`_forms`)."""
-        G, G2 = self._forms(nodes, source)
-        K, step = self._solves(self.latent(nodes), G, need_gain=need_gain)
+        V = self.eigenvectors[nodes]  # gathered once: rows of a (memory-mapped) n x M array
+        G, G2 = self._forms(nodes, V, source)
+        U = V @ self.coef if self.base is None else V @ self.coef + self.base[nodes]
+        K, step = self._solves(U, G, need_gain=need_gain)
         survey = None
         if weighted is not None:
-            a = np.tensordot(self.eigenvectors[nodes], weighted, axes=1)  # (K, n_c, d)
+            a = np.tensordot(V, weighted, axes=1)  # (K, n_c, d)
             survey = a.transpose(2, 1, 0).astype(G.dtype)
         return LookAheadTerms(step=step[:, None], gram=G2, gain=K, survey=survey)
 
@@ -269,6 +271,7 @@ class SoftmaxPosterior(LaplacePosterior):
     def kept_for(self, nodes) -> bool:
         return self.forms is not None and self.forms.covers(nodes)
 
+    @with_small_algebra  # the coefficients too: no idle BLAS threads spinning
     def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None):
         """``formula(terms)`` per node; ``approximate``: float32 forms (kept ones if they cover)."""
         nodes = np.asarray(nodes, dtype=np.intp)
@@ -285,6 +288,7 @@ class SoftmaxPosterior(LaplacePosterior):
 
         return self._in_pieces(piece_values, nodes)
 
+    @with_small_algebra
     def prepare(self, nodes):
         """This posterior with float32 forms of ``nodes``, computed once, for greedy batches.
 
@@ -294,7 +298,9 @@ class SoftmaxPosterior(LaplacePosterior):
         """
         nodes = np.unique(np.asarray(nodes, dtype=np.intp))
         coefficients = self._form_coefficients().astype(np.float32)
-        G, G2 = self._in_pieces(lambda piece: self._product_forms(piece, coefficients), nodes)
+        G, G2 = self._in_pieces(
+            lambda piece: self._product_forms(self.eigenvectors[piece], coefficients), nodes
+        )
         Vt = np.ascontiguousarray(self.eigenvectors[nodes].T, dtype=np.float32)
         return replace(self, forms=KeptForms(nodes=nodes, G=G, G2=G2, Vt=Vt))
 

@@ -282,3 +282,30 @@ def test_warm_start_reaches_the_same_map_in_no_more_iterations(loss):
         assert warm.n_iter_ <= min(n_before, cold.n_iter_)
         assert warm.n_iter_ < cold.n_iter_
     clear_graph_cache()
+
+
+@pytest.mark.parametrize("name", ["logistic", "probit", "ce"])
+def test_newton_map_log_det_is_that_of_the_dense_hessian(name):
+    """``NewtonMap.log_det_hessian`` (the evidence's ``log|H|``) against a dense slogdet."""
+    from skmcal.fitting import ce_hessian, fit_posterior, newton_map
+    from skmcal.losses import LOSSES
+    from skmcal.posterior import project_classes, zero_sum_basis
+
+    loss, rng = LOSSES[name], np.random.RandomState(1)
+    V = np.linalg.qr(rng.randn(30, 5))[0]
+    prior = np.sort(rng.uniform(0.0, 1.0, 5)) + 0.05**2
+    P = V[:12]
+    codes = np.argmax(P[:, 1:4] + 0.1 * rng.randn(12, 3), axis=1)
+    targets = np.eye(3)[codes] if loss.multiclass else np.where(codes == 0, -1.0, 1.0)
+    fit = newton_map(loss, prior, P, targets, 0.3)
+    assert fit.converged
+    np.testing.assert_allclose(
+        fit.coef, fit_posterior(loss, prior, P, np.arange(12), targets, 0.3).coef, atol=1e-12
+    )
+    if loss.multiclass:
+        H = ce_hessian(prior, P, loss.proba(P @ fit.coef, 0.3), 0.3)
+        H = project_classes(H, zero_sum_basis(3))  # the zero-sum subspace
+    else:
+        curvature = loss.derivatives(P @ fit.coef, targets, 0.3)[1]
+        H = np.diag(prior) + P.T @ np.diag(curvature) @ P
+    assert fit.log_det_hessian() == pytest.approx(np.linalg.slogdet(H)[1], rel=1e-10)

@@ -34,7 +34,7 @@ def test_ce_direct_forms_equal_the_product_forms():
     for _clf, bf, view in (look_ahead_setup("ce", "auto"), ce_many_classes()):
         nodes = bf.unlabeled
         direct = view._direct(nodes)[:2]
-        products = view._forms(nodes, view._form_coefficients())
+        products = view._forms(nodes, view.eigenvectors[nodes], view._form_coefficients())
         for a, b in zip(direct, products, strict=True):
             assert_close(a, b, rtol=1e-11)
 
