@@ -76,6 +76,19 @@ COARSE_RIDGE = 1e-8
 #: built for is left to conjugate gradients.
 DIAGONAL_SLACK = 2.0
 
+#: Most bytes the Green's columns cached by one solver may take (see
+#: :meth:`LaplacianSolver.green_solve`); beyond it, fits solve directly.
+MAX_GREEN_BYTES = 2**28
+
+#: A gr / mgr fit goes through Green's columns when at most this many per
+#: class (right-hand side) are missing, or no more than are cached already:
+#: a cold fit with 2 labels per class, then refits adding labels; a cold fit
+#: with many labels solves directly (one column per class).
+GREEN_NEW_PER_CLASS = 2
+
+#: Passes of :func:`_fit_green` that tighten the columns before giving up.
+_GREEN_PASSES = 8
+
 _ARMIJO = 1e-4
 _MIN_STEP = 2.0**-30
 _ROUNDOFF = 16 * np.finfo(float).eps
@@ -99,13 +112,16 @@ def _pcg(apply_a, apply_m, b, x, atol, max_iter):
     """Preconditioned conjugate gradients on the independent columns of ``(n, k)`` arrays.
 
     Column ``c`` stops once its residual norm is at most ``atol[c]``. Returns
-    ``(x, iterations, converged)``, iterations counted per column and summed.
+    ``(x, iterations, converged, residuals)``: iterations counted per column
+    and summed, and the last residual norm of every column (that of the
+    recurrence, which tracks the true one to round-off).
     """
     r = b - apply_a(x)
-    active = np.linalg.norm(r, axis=0) > atol
+    norms = np.linalg.norm(r, axis=0)
+    active = norms > atol
     total = 0
     if not active.any():
-        return x, total, True
+        return x, total, True, norms
     cols = np.flatnonzero(active)
     r = r[:, cols]
     z = apply_m(r)
@@ -117,17 +133,34 @@ def _pcg(apply_a, apply_m, b, x, atol, max_iter):
         alpha = rz / np.einsum("ij,ij->j", p, q)
         x[:, cols] += alpha * p
         r -= alpha * q
-        going = np.linalg.norm(r, axis=0) > atol[cols]
+        norms[cols] = np.linalg.norm(r, axis=0)
+        going = norms[cols] > atol[cols]
         if not going.any():
-            return x, total, True
+            return x, total, True, norms
         cols, r, p, rz = cols[going], r[:, going], p[:, going], rz[going]
         z = apply_m(r)
         rz_new = np.einsum("ij,ij->j", r, z)
         if not np.all(rz_new > 0):  # preconditioner not positive definite here: give up
-            return x, total, False
+            return x, total, False, norms
         p = z + (rz_new / rz) * p
         rz = rz_new
-    return x, total, False
+    return x, total, False, norms
+
+
+def _vcycle(levels, coarse, R, level=0):
+    """One V-cycle on every column of ``R`` (``(n_level, k)``) at once, from zero.
+
+    One damped Jacobi sweep before and one after the coarse correction (a
+    symmetric preconditioner), the coarsest level solved by its Cholesky
+    factor ``coarse``: sparse products with all columns at once.
+    """
+    if level == len(levels):
+        return scipy.linalg.cho_solve(coarse, R, check_finite=False)
+    A, P, Rt, step = levels[level]
+    X = step[:, None] * R
+    X += P @ _vcycle(levels, coarse, Rt @ (R - A @ X), level + 1)
+    X += step[:, None] * (R - A @ X)
+    return X
 
 
 class LaplacianSolver:
@@ -182,6 +215,7 @@ class LaplacianSolver:
         self._nodes = np.empty(0, dtype=np.intp)
         self._columns = np.empty((W.shape[0], 0))
         self._small = None
+        self._green = None
 
     @property
     def n_nodes(self) -> int:
@@ -193,6 +227,15 @@ class LaplacianSolver:
         return self.laplacian @ X + (shift if X.ndim == 1 else shift[:, None]) * X
 
     def _build(self, shift):
+        self._levels, self._coarse = self._hierarchy(shift)
+        self._base_shift = shift.copy()
+        self._effective_shift = shift.copy()
+        self._nodes = np.empty(0, dtype=np.intp)
+        self._columns = np.empty((self.n_nodes, 0))
+        self._small = None
+
+    def _hierarchy(self, shift):
+        """``(levels, coarse factor)`` of a smoothed-aggregation hierarchy of ``L + diag(shift)``."""
         A = (self.laplacian + sp.diags(shift)).tocsr()
         candidate = np.sqrt(self.degrees) + (self.degrees <= 0)
         hierarchy = pyamg.smoothed_aggregation_solver(
@@ -200,7 +243,7 @@ class LaplacianSolver:
             max_coarse=min(MAX_COARSE, max(self.n_nodes // 8, 1)),
             keep=False,
         )
-        self._levels = [
+        levels = [
             (level.A.tocsr(), level.P.tocsr(), level.R.tocsr(), JACOBI / level.A.diagonal())
             for level in hierarchy.levels[:-1]
         ]
@@ -209,28 +252,12 @@ class LaplacianSolver:
         # diagonal) keeps the factor of a singular system (Poisson) finite;
         # the null modes it amplifies are projected out after the preconditioner.
         coarse[np.diag_indices_from(coarse)] += COARSE_RIDGE * max(coarse.diagonal().max(), 1.0)
-        self._coarse = scipy.linalg.cho_factor(coarse)
-        self._base_shift = shift.copy()
-        self._effective_shift = shift.copy()
-        self._nodes = np.empty(0, dtype=np.intp)
-        self._columns = np.empty((self.n_nodes, 0))
-        self._small = None
         self.n_setups += 1
+        return levels, scipy.linalg.cho_factor(coarse)
 
-    def _vcycle(self, R, level=0):
-        """One V-cycle on every column of ``R`` (``(n_level, k)``) at once, from zero.
-
-        One damped Jacobi sweep before and one after the coarse correction (a
-        symmetric preconditioner), the coarsest level solved by its Cholesky
-        factor: sparse products with all columns at once.
-        """
-        if level == len(self._levels):
-            return scipy.linalg.cho_solve(self._coarse, R, check_finite=False)
-        A, P, Rt, step = self._levels[level]
-        X = step[:, None] * R
-        X += P @ self._vcycle(Rt @ (R - A @ X), level + 1)
-        X += step[:, None] * (R - A @ X)
-        return X
+    def _vcycle(self, R):
+        """The V-cycle of the hierarchy of :meth:`_prepare` (see :func:`_vcycle`)."""
+        return _vcycle(self._levels, self._coarse, R)
 
     def _prepare(self, shift):
         """Make the preconditioner fit ``L + diag(shift)`` (see the class notes)."""
@@ -272,6 +299,80 @@ class LaplacianSolver:
             out -= self._columns @ scipy.linalg.lu_solve(self._small, out[self._nodes])
         return out
 
+    def n_green_missing(self, tau2, nodes) -> int:
+        """How many of ``nodes`` have no cached Green's column for this ``tau2``."""
+        if self._green is None or self._green.tau2 != tau2:
+            return len(nodes)
+        return sum(int(node) not in self._green.where for node in nodes)
+
+    def green_bytes(self, tau2, nodes) -> int:
+        """Bytes the Green's columns would take once ``nodes`` have theirs."""
+        kept = 0 if self._green is None or self._green.tau2 != tau2 else self._green.n_columns
+        return 8 * self.n_nodes * (kept + self.n_green_missing(tau2, nodes))
+
+    def green_solve(self, tau2, nodes, atol, max_iter=1000):
+        """Make the Green's columns ``g_i = (L + tau2 I)^-1 e_i`` of ``nodes`` meet ``atol``.
+
+        The columns are cached for this ``tau2`` (a new one drops them), each
+        with the residual norm ``||e_i - (L + tau2 I) g_i||`` it reached;
+        columns missing or above their ``atol`` are solved (refined from the
+        cached value) by conjugate gradients with a hierarchy of
+        ``L + tau2 I`` built once per ``tau2``: labels never change it.
+
+        Parameters
+        ----------
+        tau2 : float
+            Positive shift.
+        nodes : ndarray of shape (k,)
+            Distinct node indices.
+        atol : ndarray of shape (k,)
+            Residual norm each column must reach.
+        max_iter : int
+            Iterations per column.
+
+        Returns
+        -------
+        iterations : int
+            CG iterations, summed over the columns solved.
+        converged : bool
+        """
+        green = self._green
+        if green is None or green.tau2 != tau2:
+            levels, coarse = self._hierarchy(np.full(self.n_nodes, tau2))
+            green = self._green = _GreenColumns(tau2, levels, coarse)
+        known = np.array([int(node) in green.where for node in nodes], dtype=bool)
+        residual = np.full(len(nodes), np.inf)
+        residual[known] = green.residuals(nodes[known])
+        todo = np.flatnonzero(residual > atol)
+        if todo.size == 0:
+            return 0, True
+        unit = np.zeros((self.n_nodes, todo.size))
+        unit[nodes[todo], np.arange(todo.size)] = 1.0
+        x = np.zeros_like(unit)
+        refine = known[todo]
+        if refine.any():
+            x[:, refine] = green.columns(nodes[todo[refine]])
+        shift = np.full(self.n_nodes, tau2)
+        x, total, converged, norms = _pcg(
+            lambda X: self.matvec(shift, X),
+            lambda R: _vcycle(green.levels, green.coarse, R),
+            unit, x, atol[todo], max_iter,
+        )  # fmt: skip
+        green.store(nodes[todo], x, norms)
+        return total, converged
+
+    def green_residuals(self, nodes):
+        """Residual norms of the cached Green's columns of ``nodes``."""
+        return self._green.residuals(nodes)
+
+    def green_rows(self, rows, nodes):
+        """``G[rows][:, nodes]``: entries of the cached Green's columns of ``nodes``."""
+        return self._green.columns(nodes, rows)
+
+    def green_combine(self, nodes, coef):
+        """``G[:, nodes] @ coef`` from the cached Green's columns of ``nodes``."""
+        return self._green.combine(nodes, coef)
+
     def solve(self, shift, rhs, *, x0=None, atol, max_iter=1000, project=None):
         """Solve ``(L + diag(shift)) X = rhs`` column by column.
 
@@ -305,7 +406,65 @@ class LaplacianSolver:
             return Z if project is None else project(Z)
 
         x = np.zeros_like(rhs) if x0 is None else np.array(x0, dtype=float)
-        return _pcg(lambda X: self.matvec(shift, X), apply_m, rhs, x, atol, max_iter)
+        x, total, converged, _ = _pcg(
+            lambda X: self.matvec(shift, X), apply_m, rhs, x, atol, max_iter
+        )
+        return x, total, converged
+
+
+class _GreenColumns:
+    """Green's columns ``(L + tau2 I)^-1 e_i`` of one shift, in blocks as they were solved."""
+
+    def __init__(self, tau2, levels, coarse):
+        self.tau2, self.levels, self.coarse = tau2, levels, coarse
+        self.where = {}  # node -> (block, column)
+        self.blocks = []  # (n_nodes, k) Fortran arrays
+        self.norms = []  # residual norm of each block's columns
+        self.n_columns = 0
+
+    def residuals(self, nodes):
+        return np.array([self.norms[b][c] for b, c in (self.where[int(i)] for i in nodes)])
+
+    def _by_block(self, nodes):
+        """``{block: (columns in the block, positions in nodes)}``."""
+        groups = {}
+        for j, node in enumerate(nodes):
+            b, c = self.where[int(node)]
+            cols, pos = groups.setdefault(b, ([], []))
+            cols.append(c)
+            pos.append(j)
+        return groups
+
+    def columns(self, nodes, rows=slice(None)):
+        out = None
+        for b, (cols, pos) in self._by_block(nodes).items():
+            part = self.blocks[b][rows][:, cols]
+            if out is None:
+                out = np.empty((part.shape[0], len(nodes)))
+            out[:, pos] = part
+        return out
+
+    def combine(self, nodes, coef):
+        out = np.zeros((self.blocks[0].shape[0], coef.shape[1]))
+        for b, (cols, pos) in self._by_block(nodes).items():
+            weights = np.zeros((self.blocks[b].shape[1], coef.shape[1]))
+            weights[cols] = coef[pos]
+            out += self.blocks[b] @ weights
+        return out
+
+    def store(self, nodes, x, norms):
+        new = np.array([int(node) not in self.where for node in nodes], dtype=bool)
+        for j in np.flatnonzero(~new):
+            b, c = self.where[int(nodes[j])]
+            self.blocks[b][:, c] = x[:, j]
+            self.norms[b][c] = norms[j]
+        if new.any():
+            b = len(self.blocks)
+            self.blocks.append(np.asfortranarray(x[:, new]))
+            self.norms.append(norms[new].copy())
+            for c, node in enumerate(nodes[new]):
+                self.where[int(node)] = (b, c)
+            self.n_columns += int(new.sum())
 
 
 _SOLVERS: OrderedDict = OrderedDict()
@@ -485,7 +644,7 @@ def fit_full_graph(
     labeled, targets, init = _check_inputs(loss, solver, labeled, targets, tau, gamma, init)
     P = _selector(labeled, solver.n_nodes)
     if loss.closed_form:
-        return _fit_gaussian(solver, P, targets, tau, gamma, init, tol)
+        return _fit_gaussian(solver, labeled, P, targets, tau, gamma, init, tol)
     if isinstance(loss, MulticlassLoss):
         if not isinstance(loss, CrossEntropyLoss):
             raise ValueError(f"No full-graph Newton method for the multiclass loss {loss.name!r}.")
@@ -504,7 +663,7 @@ def fit_full_graph(
     )
 
 
-def _fit_gaussian(solver, P, targets, tau, gamma, init, tol):
+def _fit_gaussian(solver, labeled, P, targets, tau, gamma, init, tol):
     """gr / mgr: one solve with ``Q = L + tau^2 I + P'P / gamma^2``, its columns compressed.
 
     The residual ``R = B - Q U_0`` of the start is reduced to its significant
@@ -513,6 +672,19 @@ def _fit_gaussian(solver, P, targets, tau, gamma, init, tol):
     """
     one_dim = targets.ndim == 1
     Y = targets[:, None] if one_dim else targets
+    if labeled.size:
+        nodes = np.unique(labeled)
+        missing = solver.n_green_missing(tau**2, nodes)
+        if (
+            missing <= max(GREEN_NEW_PER_CLASS * Y.shape[1], nodes.size - missing)
+            and solver.green_bytes(tau**2, nodes) <= MAX_GREEN_BYTES
+        ):
+            U, n_cg, converged = _fit_green(solver, labeled, Y, tau, gamma, tol)
+            return FullGraphFit(
+                latent=U[:, 0] if one_dim else U,
+                curvature=np.full(P.shape[0], 1.0 / gamma**2),
+                n_iter=0, n_cg=n_cg, converged=converged,
+            )  # fmt: skip
     shift = tau**2 + np.asarray(P.T @ np.full(P.shape[0], 1.0 / gamma**2)).ravel()
     B = np.asarray(P.T @ Y) / gamma**2
     U = np.zeros_like(B) if init is None else (init[:, None] if one_dim else init).copy()
@@ -532,6 +704,58 @@ def _fit_gaussian(solver, P, targets, tau, gamma, init, tol):
     return FullGraphFit(
         latent=latent, curvature=curvature, n_iter=0, n_cg=n_cg, converged=converged
     )
+
+
+def _fit_green(solver, labeled, Y, tau, gamma, tol):
+    """gr / mgr from the Green's columns ``G = (L + tau^2 I)^-1 P'`` of the labeled nodes.
+
+    With ``Q = L + tau^2 I + P'P / gamma^2`` and ``K = P G``, the MAP
+    ``Q^-1 B`` (``B = P'Y / gamma^2``) is ``G C`` with ``(gamma^2 I + K) C = Y``
+    (the push-through identity): labels and ``gamma`` enter only through the
+    small system, so a refit solves only the columns of new labeled nodes
+    (:meth:`LaplacianSolver.green_solve`, cached between fits) and a new
+    ``gamma`` none. Columns with residuals ``E = P' - (L + tau^2 I) G`` and
+    ``K`` taken from them give exactly ``Q G C - B = -E C``: the fit meets
+    its tolerance when ``||E||_F ||C||_2 <= tol ||B||``, or else when the
+    residual of ``G C``, computed, does; otherwise the columns are tightened
+    by the factor it missed by, and the check repeats. A new column is first
+    solved to ``tol ||B|| / (sqrt(n) (1 + tau^2) ||Y||_2)``, ``n`` labeled
+    nodes (``||C||_2`` about ``(1 + tau^2) ||Y||_2``, as ``K_ii >= 1 / (1 + tau^2)``).
+
+    Returns ``(latent of shape (n_nodes, k), CG iterations, converged)``.
+    """
+    nodes, inverse = np.unique(labeled, return_inverse=True)
+    counts = np.bincount(inverse)
+    node_y = np.zeros((nodes.size, Y.shape[1]))
+    np.add.at(node_y, inverse, Y)
+    budget = tol * np.linalg.norm(node_y) / gamma**2
+    first = budget / (np.sqrt(nodes.size) * (1.0 + tau**2) * np.linalg.norm(Y, 2))
+    atol = np.full(nodes.size, first)
+    n_cg, converged = 0, True
+    for _ in range(_GREEN_PASSES):
+        cg, ok = solver.green_solve(tau**2, nodes, atol)
+        n_cg, converged = n_cg + cg, converged and ok
+        K = solver.green_rows(nodes, nodes)[np.ix_(inverse, inverse)]
+        K[np.diag_indices_from(K)] += gamma**2
+        C = scipy.linalg.solve(K, Y, check_finite=False)
+        node_c = np.zeros_like(node_y)
+        np.add.at(node_c, inverse, C)
+        U = solver.green_combine(nodes, node_c)
+        residuals = solver.green_residuals(nodes)
+        bound = np.linalg.norm(residuals) * np.linalg.norm(node_c, 2)
+        if bound <= budget or not converged:
+            break
+        shift = np.full(solver.n_nodes, tau**2)
+        shift[nodes] += counts / gamma**2
+        R = solver.matvec(shift, U)
+        R[nodes] -= node_y / gamma**2
+        missed = np.linalg.norm(R)
+        if missed <= budget:
+            break
+        atol = residuals * (0.5 * budget / missed)
+    else:
+        converged = False
+    return U, n_cg, converged
 
 
 class _BinaryProblem:
@@ -623,7 +847,7 @@ class _CrossEntropyProblem(_BinaryProblem):
         def apply_m(r):
             return self.solver._precondition(r.reshape(N, d)).reshape(-1, 1)
 
-        x, n_cg, _ = _pcg(
+        x, n_cg, _, _ = _pcg(
             apply_a, apply_m, -grad.reshape(-1, 1), np.zeros((N * d, 1)), np.array([atol]), 1000
         )
         return x.reshape(N, d), n_cg
