@@ -42,6 +42,7 @@ import numpy as np
 import pyamg
 import scipy.linalg
 import scipy.sparse as sp
+from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from ._threads import with_small_algebra
 from .fitting import ce_hessian
@@ -69,6 +70,11 @@ MAX_COARSE = 2500
 #: the V-cycle a symmetric positive definite preconditioner.
 JACOBI = 0.9
 
+#: Jacobi sweeps before and after each coarse correction: at 70,000 nodes
+#: (Fashion-MNIST, tau = 0.03) two took 8 CG iterations to 7e-8 where one
+#: took 11, for 18% less time.
+SWEEPS = 2
+
 #: Relative ridge added to the coarsest level before its factorisation.
 COARSE_RIDGE = 1e-8
 
@@ -88,6 +94,10 @@ GREEN_NEW_PER_CLASS = 2
 
 #: Passes of :func:`_fit_green` that tighten the columns before giving up.
 _GREEN_PASSES = 8
+
+#: Precision of the multigrid levels' sparse matrices and of the cycle on them
+#: (float64 for a singular system, see :meth:`LaplacianSolver._hierarchy`).
+PRECONDITIONER_DTYPE = np.float32
 
 _ARMIJO = 1e-4
 _MIN_STEP = 2.0**-30
@@ -111,7 +121,9 @@ def normalized_laplacian(weights) -> sp.csr_matrix:
 def _pcg(apply_a, apply_m, b, x, atol, max_iter):
     """Preconditioned conjugate gradients on the independent columns of ``(n, k)`` arrays.
 
-    Column ``c`` stops once its residual norm is at most ``atol[c]``. Returns
+    Flexible (Polak-Ribiere) directions, ``beta = z_new'(r_new - r) / z'r``:
+    the float32 multigrid cycle is symmetric only to its round-off. Column
+    ``c`` stops once its residual norm is at most ``atol[c]``. Returns
     ``(x, iterations, converged, residuals)``: iterations counted per column
     and summed, and the last residual norm of every column (that of the
     recurrence, which tracks the true one to round-off).
@@ -132,34 +144,64 @@ def _pcg(apply_a, apply_m, b, x, atol, max_iter):
         q = apply_a(p)
         alpha = rz / np.einsum("ij,ij->j", p, q)
         x[:, cols] += alpha * p
+        r_old = r.copy()
         r -= alpha * q
         norms[cols] = np.linalg.norm(r, axis=0)
         going = norms[cols] > atol[cols]
         if not going.any():
             return x, total, True, norms
         cols, r, p, rz = cols[going], r[:, going], p[:, going], rz[going]
+        r_old = r_old[:, going]
         z = apply_m(r)
         rz_new = np.einsum("ij,ij->j", r, z)
         if not np.all(rz_new > 0):  # preconditioner not positive definite here: give up
             return x, total, False, norms
-        p = z + (rz_new / rz) * p
+        p = z + (np.einsum("ij,ij->j", z, r - r_old) / rz) * p
         rz = rz_new
     return x, total, False, norms
 
 
-def _vcycle(levels, coarse, R, level=0):
-    """One V-cycle on every column of ``R`` (``(n_level, k)``) at once, from zero.
+@dataclass
+class _Hierarchy:
+    """Multigrid levels ``(A, P, R, Jacobi step)`` in the node ``order``, coarsest factor."""
 
-    One damped Jacobi sweep before and one after the coarse correction (a
-    symmetric preconditioner), the coarsest level solved by its Cholesky
-    factor ``coarse``: sparse products with all columns at once.
+    order: np.ndarray
+    levels: list
+    coarse: tuple
+    dtype: type
+
+    @property
+    def n_levels(self) -> int:
+        return len(self.levels)
+
+
+def _vcycle(hierarchy, R):
+    """One V-cycle of ``hierarchy`` on every column of ``R`` (``(n_nodes, k)``), from zero."""
+    out = np.empty_like(R)
+    out[hierarchy.order] = _cycle(
+        hierarchy.levels, hierarchy.coarse, R[hierarchy.order].astype(hierarchy.dtype)
+    )
+    return out
+
+
+def _cycle(levels, coarse, R, level=0):
+    """The V-cycle from ``level`` down (see :func:`_vcycle`).
+
+    :data:`SWEEPS` damped Jacobi sweeps before and as many after the coarse
+    correction (a symmetric preconditioner), the coarsest level solved by its
+    Cholesky factor ``coarse`` (in float64): sparse products with all
+    columns at once.
     """
     if level == len(levels):
-        return scipy.linalg.cho_solve(coarse, R, check_finite=False)
+        solution = scipy.linalg.cho_solve(coarse, R.astype(float), check_finite=False)
+        return solution.astype(R.dtype)
     A, P, Rt, step = levels[level]
     X = step[:, None] * R
-    X += P @ _vcycle(levels, coarse, Rt @ (R - A @ X), level + 1)
-    X += step[:, None] * (R - A @ X)
+    for _ in range(SWEEPS - 1):
+        X += step[:, None] * (R - A @ X)
+    X += P @ _cycle(levels, coarse, Rt @ (R - A @ X), level + 1)
+    for _ in range(SWEEPS):
+        X += step[:, None] * (R - A @ X)
     return X
 
 
@@ -208,8 +250,7 @@ class LaplacianSolver:
         self.degrees = np.asarray(W.sum(axis=1)).ravel()
         self.laplacian = normalized_laplacian(W)
         self.n_setups = 0
-        self._levels = None
-        self._coarse = None
+        self._shift_hierarchy = None
         self._base_shift = None
         self._effective_shift = None
         self._nodes = np.empty(0, dtype=np.intp)
@@ -227,7 +268,7 @@ class LaplacianSolver:
         return self.laplacian @ X + (shift if X.ndim == 1 else shift[:, None]) * X
 
     def _build(self, shift):
-        self._levels, self._coarse = self._hierarchy(shift)
+        self._shift_hierarchy = self._hierarchy(shift)
         self._base_shift = shift.copy()
         self._effective_shift = shift.copy()
         self._nodes = np.empty(0, dtype=np.intp)
@@ -235,16 +276,30 @@ class LaplacianSolver:
         self._small = None
 
     def _hierarchy(self, shift):
-        """``(levels, coarse factor)`` of a smoothed-aggregation hierarchy of ``L + diag(shift)``."""
-        A = (self.laplacian + sp.diags(shift)).tocsr()
-        candidate = np.sqrt(self.degrees) + (self.degrees <= 0)
+        """A smoothed-aggregation hierarchy of ``L + diag(shift)`` for :func:`_vcycle`.
+
+        Built in the reverse Cuthill-McKee order of the graph (neighbours
+        near in memory: sparse products on blocks of columns ran 1.4x faster
+        at 70,000 nodes), its sparse levels in float32 (the preconditioner's
+        accuracy does not bound the solution's) unless ``L + diag(shift)`` is
+        singular (Poisson: the null modes the coarse ridge amplifies must
+        cancel in the projection, which float32 would not resolve), its
+        coarsest factor in float64.
+        """
+        dtype = PRECONDITIONER_DTYPE if self.degrees @ shift > 0 else np.float64
+        order = reverse_cuthill_mckee(self.laplacian, symmetric_mode=True).astype(np.intp)
+        A = (self.laplacian + sp.diags(shift))[order][:, order].tocsr()
+        candidate = np.sqrt(self.degrees[order]) + (self.degrees[order] <= 0)
         hierarchy = pyamg.smoothed_aggregation_solver(
-            A, B=candidate[:, None], symmetry="hermitian",
+            A,
+            B=candidate[:, None],
+            symmetry="hermitian",
             max_coarse=min(MAX_COARSE, max(self.n_nodes // 8, 1)),
             keep=False,
         )
         levels = [
-            (level.A.tocsr(), level.P.tocsr(), level.R.tocsr(), JACOBI / level.A.diagonal())
+            tuple(M.astype(dtype) for M in (level.A.tocsr(), level.P.tocsr(), level.R.tocsr()))
+            + ((JACOBI / level.A.diagonal()).astype(dtype),)
             for level in hierarchy.levels[:-1]
         ]
         coarse = hierarchy.levels[-1].A.toarray()
@@ -253,15 +308,15 @@ class LaplacianSolver:
         # the null modes it amplifies are projected out after the preconditioner.
         coarse[np.diag_indices_from(coarse)] += COARSE_RIDGE * max(coarse.diagonal().max(), 1.0)
         self.n_setups += 1
-        return levels, scipy.linalg.cho_factor(coarse)
+        return _Hierarchy(order, levels, scipy.linalg.cho_factor(coarse), dtype)
 
     def _vcycle(self, R):
         """The V-cycle of the hierarchy of :meth:`_prepare` (see :func:`_vcycle`)."""
-        return _vcycle(self._levels, self._coarse, R)
+        return _vcycle(self._shift_hierarchy, R)
 
     def _prepare(self, shift):
         """Make the preconditioner fit ``L + diag(shift)`` (see the class notes)."""
-        if self._levels is None or self._base_shift.shape != shift.shape:
+        if self._shift_hierarchy is None or self._base_shift.shape != shift.shape:
             self._build(shift)
             return
         # The smoothest mode, D^1/2 1, is seen by the shift alone (L vanishes on it).
@@ -338,8 +393,8 @@ class LaplacianSolver:
         """
         green = self._green
         if green is None or green.tau2 != tau2:
-            levels, coarse = self._hierarchy(np.full(self.n_nodes, tau2))
-            green = self._green = _GreenColumns(tau2, levels, coarse)
+            hierarchy = self._hierarchy(np.full(self.n_nodes, tau2))
+            green = self._green = _GreenColumns(tau2, hierarchy)
         known = np.array([int(node) in green.where for node in nodes], dtype=bool)
         residual = np.full(len(nodes), np.inf)
         residual[known] = green.residuals(nodes[known])
@@ -355,7 +410,7 @@ class LaplacianSolver:
         shift = np.full(self.n_nodes, tau2)
         x, total, converged, norms = _pcg(
             lambda X: self.matvec(shift, X),
-            lambda R: _vcycle(green.levels, green.coarse, R),
+            lambda R: _vcycle(green.hierarchy, R),
             unit, x, atol[todo], max_iter,
         )  # fmt: skip
         green.store(nodes[todo], x, norms)
@@ -415,8 +470,8 @@ class LaplacianSolver:
 class _GreenColumns:
     """Green's columns ``(L + tau2 I)^-1 e_i`` of one shift, in blocks as they were solved."""
 
-    def __init__(self, tau2, levels, coarse):
-        self.tau2, self.levels, self.coarse = tau2, levels, coarse
+    def __init__(self, tau2, hierarchy):
+        self.tau2, self.hierarchy = tau2, hierarchy
         self.where = {}  # node -> (block, column)
         self.blocks = []  # (n_nodes, k) Fortran arrays
         self.norms = []  # residual norm of each block's columns
