@@ -143,20 +143,24 @@ def _pcg(apply_a, apply_m, b, x, atol, max_iter):
         total += cols.size
         q = apply_a(p)
         alpha = rz / np.einsum("ij,ij->j", p, q)
-        x[:, cols] += alpha * p
-        r_old = r.copy()
+        if cols.size == x.shape[1]:
+            x += alpha * p
+        else:
+            x[:, cols] += alpha * p
         r -= alpha * q
         norms[cols] = np.linalg.norm(r, axis=0)
         going = norms[cols] > atol[cols]
         if not going.any():
             return x, total, True, norms
-        cols, r, p, rz = cols[going], r[:, going], p[:, going], rz[going]
-        r_old = r_old[:, going]
+        if not going.all():
+            cols, r, p, q = cols[going], r[:, going], p[:, going], q[:, going]
+            rz, alpha = rz[going], alpha[going]
         z = apply_m(r)
         rz_new = np.einsum("ij,ij->j", r, z)
         if not np.all(rz_new > 0):  # preconditioner not positive definite here: give up
             return x, total, False, norms
-        p = z + (np.einsum("ij,ij->j", z, r - r_old) / rz) * p
+        # r_new - r = -alpha q
+        p = z - (alpha * np.einsum("ij,ij->j", z, q) / rz) * p
         rz = rz_new
     return x, total, False, norms
 
