@@ -138,20 +138,25 @@ def test_preconditioner_low_rank_update_and_rebuild():
 
 
 def test_block_vcycle_is_a_symmetric_positive_definite_preconditioner():
-    """The V-cycle on a block of columns is one linear SPD operator, column by column the same."""
+    """The V-cycle on a block of columns is one linear SPD operator, column by column the same.
+
+    Its sparse levels are float32: symmetric and linear to that round-off.
+    """
     W, _ = _graph(n=300, seed=3)
     solver = LaplacianSolver(W)
     shift = np.full(300, 1e-4)
     shift[:5] += 100.0
     solver._prepare(shift)
-    assert len(solver._levels) >= 1  # at least one coarsening: the cycle, not only the factor
+    assert solver._shift_hierarchy.n_levels >= 1  # a coarsening: the cycle, not only the factor
     M = solver._precondition(np.eye(300))
-    np.testing.assert_allclose(M, M.T, atol=1e-12 * np.abs(M).max())
+    roundoff = 100 * np.finfo(np.float32).eps
+    np.testing.assert_allclose(M, M.T, atol=roundoff * np.abs(M).max())
     assert np.linalg.eigvalsh((M + M.T) / 2).min() > 0
     R = np.random.RandomState(0).randn(300, 4)
+    block = solver._precondition(R)
     columns = np.column_stack([solver._precondition(R[:, [c]])[:, 0] for c in range(4)])
-    np.testing.assert_allclose(solver._precondition(R), columns, atol=1e-13)
-    np.testing.assert_allclose(solver._precondition(R), M @ R, atol=1e-11)
+    np.testing.assert_allclose(block, columns, atol=roundoff * np.abs(block).max())
+    np.testing.assert_allclose(block, M @ R, atol=roundoff * np.abs(block).max())
 
 
 def test_singular_system_with_zero_coarse_levels():
@@ -200,6 +205,83 @@ def test_active_learning_refits_match_a_dense_solve_at_the_default_tol(tau, gamm
         np.testing.assert_allclose(latent, expected, atol=1e-5 * np.abs(expected).max())
         np.testing.assert_array_equal(latent.argmax(axis=1), expected.argmax(axis=1))
     assert solver.n_setups == 1
+
+
+def _dense_gaussian_map(W, labeled, Y, tau, gamma):
+    """``(L + tau^2 I + P'P / gamma^2)^-1 P'Y / gamma^2`` by a dense solve (repeats add up)."""
+    n = W.shape[0]
+    Q = normalized_laplacian(W).toarray() + tau**2 * np.eye(n)
+    B = np.zeros((n,) + Y.shape[1:])
+    np.add.at(Q, (labeled, labeled), 1.0 / gamma**2)
+    np.add.at(B, labeled, Y / gamma**2)
+    return np.linalg.solve(Q, B)
+
+
+def test_green_refits_match_dense_solves_over_successive_batches():
+    """Batches of new labels, a new gamma, a repeated node, then a new tau: each the dense MAP.
+
+    The mgr refits go through the cached Green's columns of ``L + tau^2 I``:
+    one hierarchy for the whole sequence, none per label or gamma, only the
+    new nodes' columns solved; a new tau with 22 labeled nodes solves directly.
+    """
+    loss = LOSSES["mgr"]
+    n = 300
+    W, _ = _graph(n=n, seed=4)
+    rng = np.random.RandomState(5)
+    order = rng.permutation(n)[:26]
+    codes = rng.randint(N_CLASSES, size=26)
+    solver = LaplacianSolver(W)
+    steps = [(2, 0.05, 0.2), (7, 0.05, 0.2), (12, 0.05, 0.2), (12, 0.05, 0.5), (17, 0.05, 0.5)]
+    steps += [(22, 0.05, 0.1), (22, 0.2, 0.1)]
+    for size, tau, gamma in steps:
+        labeled, y = order[:size], codes[:size]
+        if size == 17:  # one node labeled twice: its losses add up
+            labeled, y = np.append(labeled, labeled[0]), np.append(y, y[0])
+        targets = _targets(loss, y)
+        fit = fit_full_graph(loss, W, labeled, targets, tau, gamma, tol=1e-12, solver=solver)
+        expected = _dense_gaussian_map(W, labeled, targets, tau, gamma)
+        assert fit.converged
+        np.testing.assert_allclose(fit.latent, expected, atol=1e-9 * np.abs(expected).max())
+        if tau == 0.05:
+            assert solver.n_green_missing(tau**2, np.unique(labeled)) == 0  # the Green's path
+            assert solver.n_setups == 1 and solver._shift_hierarchy is None
+    assert solver.n_setups == 2 and solver._shift_hierarchy is not None  # direct at the new tau
+
+
+def test_green_columns_are_columns_of_the_inverse():
+    W, _ = _graph(n=200, seed=6)
+    solver = LaplacianSolver(W)
+    nodes = np.array([3, 50, 199])
+    _, converged = solver.green_solve(0.01, nodes, np.full(3, 1e-11))
+    inverse = np.linalg.inv(normalized_laplacian(W).toarray() + 0.01 * np.eye(200))
+    assert converged
+    columns = inverse[:, nodes]
+    np.testing.assert_allclose(solver.green_rows(np.arange(200), nodes), columns, atol=1e-9)
+    coef = np.random.RandomState(0).randn(3, 2)
+    np.testing.assert_allclose(solver.green_combine(nodes, coef), columns @ coef, atol=1e-9)
+    assert np.all(solver.green_residuals(nodes) <= 1e-11)
+    assert solver.green_solve(0.01, nodes, np.full(3, 1e-11)) == (0, True)  # cached
+
+
+@pytest.mark.parametrize("tol", [1e-4, 1e-8])
+def test_green_fit_meets_its_residual_tolerance(tol):
+    """The certificate ||E||_F ||C||_2 (or the computed residual) bounds the fit's residual."""
+    n = 300
+    W, _ = _graph(n=n, seed=7)
+    solver = LaplacianSolver(W)
+    rng = np.random.RandomState(8)
+    labeled = rng.choice(n, 9, replace=False)
+    Y = np.eye(N_CLASSES)[np.arange(9) % N_CLASSES]
+    tau, gamma = 0.02, 0.1
+    for size in (6, 9):
+        fit = fit_full_graph(LOSSES["mgr"], W, labeled[:size], Y[:size], tau, gamma, tol=tol,
+                             solver=solver)  # fmt: skip
+        shift = np.full(n, tau**2)
+        shift[labeled[:size]] += 1.0 / gamma**2
+        B = np.zeros((n, N_CLASSES))
+        B[labeled[:size]] = Y[:size] / gamma**2
+        assert np.linalg.norm(B - solver.matvec(shift, fit.latent)) <= tol * np.linalg.norm(B)
+    assert solver._shift_hierarchy is None
 
 
 def test_solver_for_is_shared_per_matrix():
