@@ -20,11 +20,12 @@ so that in a trial every ``rand`` configuration labels the very same nodes.
 from __future__ import annotations
 
 import csv
+import inspect
 import math
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,31 @@ DATASETS = {
     "samson": Data(_samson, kernel="cosine", n_neighbors=15),
     "fashion-mnist": Data(_fashion_mnist),
 }
+
+_CLASSIFIER_DEFAULTS = inspect.signature(SpectralGraphClassifier).parameters
+#: The classifier's default graph: what ``--graph default`` gives every method.
+DEFAULT_GRAPH = {
+    "kernel": _CLASSIFIER_DEFAULTS["kernel"].default,
+    "n_neighbors": _CLASSIFIER_DEFAULTS["n_neighbors"].default,
+}
+#: Suffix of the results of a data set run on the default graph where its own differs.
+DEFAULT_GRAPH_SUFFIX = "@default-graph"
+
+
+def dataset_graph(name: str, graph: str) -> tuple[str, Data]:
+    """The results name and the :class:`Data` of data set ``name`` on ``graph``.
+
+    ``graph="data"``: the data set's own graph (``DATASETS``), results under
+    ``name``. ``graph="default"``: the classifier's default graph
+    (:data:`DEFAULT_GRAPH`) for every method, peers included; the results go
+    under ``name + DEFAULT_GRAPH_SUFFIX`` where the data set's graph differs
+    (``samson@default-graph``), else under ``name`` (the same runs).
+    """
+    data = DATASETS[name]
+    if graph == "data":
+        return name, data
+    default = replace(data, **DEFAULT_GRAPH)
+    return (name if default == data else name + DEFAULT_GRAPH_SUFFIX), default
 
 
 @dataclass(frozen=True)
@@ -247,13 +273,17 @@ _SKMCAL_STRATEGIES = {
 
 
 class SkmcalLearner:
-    """``SpectralGraphClassifier(nodes=pool, **params)`` with an skmcal query strategy."""
+    """``SpectralGraphClassifier(nodes=pool, **params)`` with an skmcal query strategy.
 
-    def __init__(self, config: Config, pool: NodeSet, codes: np.ndarray, data: Data):
+    ``memory``: the classifier's disk cache of graphs (``--memory``), so that
+    later invocations load the graph and its spectrum instead of building them.
+    """
+
+    def __init__(self, config: Config, pool: NodeSet, codes: np.ndarray, data: Data, memory=None):
         params = dict(config.params)
         if config.data_graph:
             params = {"kernel": data.kernel, "n_neighbors": data.n_neighbors, **params}
-        self.clf = SpectralGraphClassifier(nodes=pool, **params)
+        self.clf = SpectralGraphClassifier(nodes=pool, memory=memory, **params)
         self.pool, self.codes, self.config = pool, codes, config
 
     def _fit(self):

@@ -14,7 +14,16 @@ import math
 from pathlib import Path
 
 import numpy as np
-from _accuracy_common import BATCH, CHECKPOINTS, DATASETS, N_FINAL, N_START, REPORTED, read_rows
+from _accuracy_common import (
+    BATCH,
+    CHECKPOINTS,
+    DATASETS,
+    DEFAULT_GRAPH_SUFFIX,
+    N_FINAL,
+    N_START,
+    REPORTED,
+    read_rows,
+)
 
 PANELS = {
     "mc": "model change",
@@ -192,10 +201,14 @@ def report(out: Path, configs: dict) -> Path:
         "in any trial (points). *s / batch*: query + refit, mean. Methods are "
         "`model:strategy` (`python benchmarks/bench_accuracy.py --list`); **default** is "
         "`SpectralGraphClassifier(nodes=pool)` with model change and its default options, "
-        "graph included.",
+        "graph included; `default-*` changes one parameter of it (`default-k15`: "
+        "`n_neighbors=15`, `default-cosine`: `kernel='cosine'`, `default-m100`: "
+        "`n_eigs=100`). Every other method uses the data set's graph (named under each "
+        "data set); `<dataset>@default-graph` holds runs where every method, peers "
+        "included, used the classifier's default graph instead (`--graph default`).",
         "",
     ]
-    for name in DATASETS:
+    for name in (n + suffix for n in DATASETS for suffix in ("", DEFAULT_GRAPH_SUFFIX)):
         stats = summarize(read_rows(out / f"{name}.csv"))
         if not stats:
             continue

@@ -6,6 +6,7 @@ Usage (from the repository root)::
     python benchmarks/bench_accuracy.py --datasets digits binary-clusters --trials 2
     python benchmarks/bench_accuracy.py --datasets mnist-test samson --trials 5
     python benchmarks/bench_accuracy.py --only 'gl-*' --datasets digits   # some methods
+    python benchmarks/bench_accuracy.py --datasets samson --graph default  # every method
     python benchmarks/bench_accuracy.py --report                          # tables, plots only
     python benchmarks/bench_accuracy.py --list                            # the methods
 
@@ -24,7 +25,17 @@ configuration is one more line. Results go to ``<out>/<dataset>.csv`` (one row
 per method, trial and label count, appended as the runs go), and a rerun only
 computes the (method, trial) runs missing there (a run cut short is redone).
 ``<out>/<dataset>.json`` holds the settings, which a rerun must share, and the
-commands that wrote the rows. Then ``<out>/accuracy.md`` (method x labels per
+commands that wrote the rows.
+
+Graphs: every method uses the data set's graph (``DATASETS``: kernel and
+neighbours; the peers their own weights on that many neighbours), except
+``default`` and its ``default-*`` variants, which use the classifier's
+defaults as a new user would. ``--graph default`` gives every method the
+classifier's default graph instead (Gaussian, 10 neighbours); where that
+differs from the data set's graph, the results are those of a data set named
+``<dataset>@default-graph`` (``samson@default-graph.csv``). ``--memory DIR``
+keeps skmcal's graphs and spectra on disk (the classifier's ``memory=``), so
+that a later invocation loads them. Then ``<out>/accuracy.md`` (method x labels per
 data set) and ``<out>/<dataset>.png`` are written from every CSV in ``<out>``.
 A method that raises is recorded in ``<out>/failures.csv`` and its remaining
 rows hold NaN; graphlearning scores that are not finite are noted there too.
@@ -59,6 +70,7 @@ from _accuracy_common import (
     PeerGraphs,
     SkmcalLearner,
     candidates,
+    dataset_graph,
     initial_labels,
     read_rows,
     tie_break_rng,
@@ -80,6 +92,21 @@ CONFIGS: dict[str, Config] = {
     # The classifier's defaults, graph included, with model change and its default batch
     # mode: what a new user gets.
     "default": Config("skmcal", "mc", options={"batch": DEFAULT_BATCH}, data_graph=False),
+    # The default with one graph or model parameter changed: which part of the default
+    # graph costs accuracy, and the truncation (n_eigs).
+    **{
+        f"default-{name}": Config(
+            "skmcal", "mc", params, options={"batch": DEFAULT_BATCH}, data_graph=False
+        )
+        for name, params in (
+            ("k15", {"n_neighbors": 15}),
+            ("k20", {"n_neighbors": 20}),
+            ("cosine", {"kernel": "cosine"}),
+            ("cosine-k15", {"kernel": "cosine", "n_neighbors": 15}),
+            ("m100", {"n_eigs": 100}),
+            ("m200", {"n_eigs": 200}),
+        )
+    },
     # The paper's (tau, gamma) (the defaults before tau="auto", gamma="auto").
     **{
         f"paper-{loss}:{s}": Config(
@@ -154,9 +181,9 @@ def record_command(path: Path, info: dict, description: str) -> None:
 
 
 # ----------------------------------------------------------------- the loop
-def make_learner(config: Config, pool, codes, data, graphs):
+def make_learner(config: Config, pool, codes, data, graphs, memory=None):
     if config.family == "skmcal":
-        return SkmcalLearner(config, pool, codes, data)
+        return SkmcalLearner(config, pool, codes, data, memory)
     if config.family.startswith("gl-"):
         return GraphLearningLearner(config, graphs, codes)
     return LabelSpreadingLearner(config, graphs, codes)
@@ -193,12 +220,13 @@ def run_one(learner, codes, seed, trial, emit, note):
 def run_dataset(name: str, args, info: dict) -> None:
     from skmcal import NodeSet
 
-    data = DATASETS[name]
+    results, data = dataset_graph(name, args.graph)
     try:
         X, y = data.load(args.data_home)
     except (FileNotFoundError, OSError) as exc:
         log(f"{name}: skipped, data not found ({exc})")
         return
+    name = results
     X = np.asarray(X, dtype=np.float64)
     codes = np.unique(y, return_inverse=True)[1].reshape(-1).astype(np.intp)
     n_classes = int(codes.max()) + 1
@@ -229,7 +257,7 @@ def run_dataset(name: str, args, info: dict) -> None:
     started = time.perf_counter()
     for method in dict.fromkeys(m for m, _ in pending):  # skmcal's graphs, built untimed
         if CONFIGS[method].family == "skmcal":
-            learner = make_learner(CONFIGS[method], pool, codes, data, graphs)
+            learner = make_learner(CONFIGS[method], pool, codes, data, graphs, args.memory)
             learner.start(initial_labels(codes, args.seed, 0))
     log(f"  skmcal graphs and spectra (one fit per method): {time.perf_counter() - started:.1f} s")
     with (
@@ -254,7 +282,7 @@ def run_dataset(name: str, args, info: dict) -> None:
 
             started = time.perf_counter()
             try:
-                learner = make_learner(CONFIGS[method], pool, codes, data, graphs)
+                learner = make_learner(CONFIGS[method], pool, codes, data, graphs, args.memory)
                 run_one(learner, codes, args.seed, trial, emit, note)
             except Exception as exc:  # a peer that breaks is a result, not a crash
                 note(f"failed at {CHECKPOINTS[len(rows)]} labels: {type(exc).__name__}: {exc}")
@@ -277,6 +305,19 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/accuracy"))
     p.add_argument("--data-home", default=None, help="skmcal's data folder (MNIST, Samson)")
+    p.add_argument(
+        "--graph",
+        choices=("data", "default"),
+        default="data",
+        help="every method on the data set's graph (default) or on the classifier's "
+        "default graph (results under <dataset>@default-graph where they differ)",
+    )
+    p.add_argument(
+        "--memory",
+        default=None,
+        metavar="DIR",
+        help="a folder for skmcal's graphs and spectra on disk (the classifier's memory=)",
+    )
     p.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     p.add_argument("--no-graphlearning", dest="graphlearning", action="store_false")
     p.add_argument("--report", action="store_true", help="only write the tables and plots")
