@@ -103,7 +103,8 @@ def block_product(A: sp.csr_matrix, Y: np.ndarray, scale=1.0, shift=0.0, prev=No
     ----------
     A : scipy.sparse.csr_matrix of shape (n, n)
         Its dtype (float32 or float64) is the result's.
-    Y : ndarray of shape (n, k)
+    Y : ndarray of shape (n, k) or (n,)
+        A vector, or a block in another dtype than ``A``'s, takes scipy's product.
     scale : float, default=1.0
     shift : float, default=0.0
     prev : ndarray of shape (n, k) or None, default=None
@@ -116,7 +117,7 @@ def block_product(A: sp.csr_matrix, Y: np.ndarray, scale=1.0, shift=0.0, prev=No
     """
     dtype = A.dtype.type
     kernel = _kernel() if A.shape[0] >= PARALLEL_MIN_ROWS else None
-    if kernel is None or Y.dtype != A.dtype:
+    if kernel is None or Y.dtype != A.dtype or Y.ndim != 2:
         out = A @ Y
         if scale != 1.0:
             out *= dtype(scale)
