@@ -176,9 +176,7 @@ class _PoolIndex:
             first[np.unique(pool_nodes, return_index=True)[1]] = True
         held = np.zeros(pool_nodes.max(initial=-1) + 1, dtype=bool)
         held[pool_nodes] = True
-        return cls(
-            None if first.all() else first, held, int(np.count_nonzero(first)), held.size
-        )
+        return cls(None if first.all() else first, held, int(np.count_nonzero(first)), held.size)
 
     def eligible(self, rows, pool_nodes, labeled, *, first_only=True):
         """Which ``rows`` are not on a ``labeled`` node (a mask over nodes), and first on
@@ -220,6 +218,24 @@ def _draw_distinct(rng, n, size, accept, share):
     if chosen.size > size:
         chosen = chosen[np.sort(rng.permutation(chosen.size)[:size])]
     return chosen
+
+
+def top_positions(scores, k, key=None) -> np.ndarray:
+    """Positions of the ``k`` largest ``scores``, ties broken by the smaller ``key``.
+
+    With ``key`` None, by position: ``np.argsort(-scores, kind="stable")[:k]``.
+    NaN come last. Computed from a partial sort when ``k`` is small against
+    the number of scores: at a million candidates, a partition and a sort of
+    the few that can be among the ``k``, instead of sorting them all.
+    """
+    negated = -np.asarray(scores, dtype=np.float64)
+    key = np.arange(negated.size) if key is None else np.asarray(key)
+    keep = np.arange(negated.size)
+    if 8 * k < negated.size:
+        kth = np.partition(negated, k - 1)[k - 1]
+        if np.isfinite(kth):  # else infinities or NaN among the k: sort them all
+            keep = np.flatnonzero(negated <= kth)  # every score that can be among the k
+    return keep[np.lexsort((key[keep], negated[keep]))[:k]]
 
 
 def candidate_rows(pool_nodes, labeled_nodes, candidates, n_instances, rng) -> np.ndarray:
@@ -362,23 +378,29 @@ def choose(
     ``weights`` the graph's sparse adjacency over all nodes (LocalMax batches).
     Returns the chosen rows and their scores (in the order chosen).
     """
-    # A random order of the candidates breaks ties at random in the stable sort.
-    rows = rows[rng.permutation(rows.size)]
+    # Ties are broken at random: by each candidate's place in a random order.
+    # The candidates are scored in their own (node) order, which reads the
+    # eigenvector rows in memory order.
+    order = rng.permutation(rows.size)
     if batch == "localmax" and n_instances > 1:
+        rows = rows[order]
         nodes = pool_nodes[rows]
         scores = score(state, nodes)
         best = local_max_batch(scores, weights[nodes][:, nodes], n_instances)
         return rows[best], scores[best]
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
     if batch != "greedy" or n_instances == 1:
         scores = score(state, pool_nodes[rows])
-        best = np.argsort(-scores, kind="stable")[:n_instances]
+        best = top_positions(scores, n_instances, rank)
         return rows[best], scores[best]
     chosen, chosen_scores = [], []
     available = np.ones(rows.size, dtype=bool)
     for _ in range(n_instances):
-        scores = score(state, pool_nodes[rows[available]])
-        pick = np.argsort(-scores, kind="stable")[0]
-        position = np.flatnonzero(available)[pick]
+        positions = np.flatnonzero(available)
+        scores = score(state, pool_nodes[rows[positions]])
+        pick = top_positions(scores, 1, rank[positions])[0]
+        position = positions[pick]
         chosen.append(rows[position])
         chosen_scores.append(scores[pick])
         available[position] = False

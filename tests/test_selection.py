@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from skmcal.selection import candidate_rows, check_candidates, choose
+from skmcal.selection import candidate_rows, check_candidates, choose, top_positions
 
 
 @pytest.mark.parametrize("value", [None, 0.1, 1.0, 1, 50, np.float64(0.5), np.int64(3)])
@@ -109,3 +109,22 @@ def test_candidate_rows_when_most_nodes_are_labeled_lists_the_rest():
     assert rows.size == 5 and np.all(rows % 10 == 0)
     rows = candidate_rows(pool_nodes, labeled, 1.0, 2, np.random.RandomState(0))
     np.testing.assert_array_equal(rows, np.arange(0, 100, 10))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_top_positions_equal_a_stable_sort(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    scores = rng.integers(0, 12, size=n).astype(float)  # many ties
+    if seed % 2:
+        special = rng.choice(n, size=min(n, 5), replace=False)
+        scores[special] = rng.choice([np.nan, np.inf, -np.inf], size=special.size)
+    order = rng.permutation(n)
+    rank = np.empty(n, dtype=np.intp)
+    rank[order] = np.arange(n)
+    for k in (1, 2, 5, 17, n):
+        expected = np.argsort(-scores, kind="stable")[:k]
+        np.testing.assert_array_equal(top_positions(scores, k), expected)
+        # ties by key: what a stable sort of the scores in the key's order gives
+        expected = order[np.argsort(-scores[order], kind="stable")[:k]]
+        np.testing.assert_array_equal(top_positions(scores, k, rank), expected)
