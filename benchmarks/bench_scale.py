@@ -48,11 +48,9 @@ from bench_array_pool import embeddings, initial  # noqa: E402
 GIB = 2.0**30
 FASHION = Path("/usr/share/datasets/fashion-mnist")
 WARM_UP = 10_000  # rows of the first pynndescent call, which compiles its code
-NOT_RUN = {  # extrapolated from 1,000,000 and 3,000,000 (bench_scale_1m*.md, bench_scale_3m.md)
-    10_000_000: "not run: est. (one core) kNN ~24 min, spectrum (float32 Chebyshev) ~52 min, "
-    "end to end ~80 min; graph phases ~12.6 GiB (3M x 10/3; graph_memory_estimate 16.4 GiB) "
-    "+ ~3.2 GiB before the fit (2.4 GiB data), pynndescent's index (~3.9 GiB) dropped "
-    "before the spectrum",
+NOT_RUN = {  # measured elsewhere: named in the tables of sizes not run
+    10_000_000: "see bench_scale_10m.md (27 min end to end, peak 15.4 GiB, both cores: "
+    "`--sizes 10000000 --no-full --greedy --knn-jobs 2`)",
 }
 
 
