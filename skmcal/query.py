@@ -42,6 +42,7 @@ random_state : int, RandomState instance or None, default=None
 
 from __future__ import annotations
 
+import textwrap
 from numbers import Integral
 
 import numpy as np
@@ -62,6 +63,50 @@ __all__ = [
 
 #: Acquisition functions that take ``top=`` (ce screens its candidates in float32).
 _SCREENED = (acquisition.model_change, acquisition.vopt, acquisition.sopt)
+
+
+# Parameter entries shared by the strategies' docstrings (one text for all:
+# :func:`_shared_parameters` puts each where its docstring says ``{name}``).
+_PARAMETERS = {
+    "pool": """\
+learner : modAL learner or SpectralGraphClassifier
+    A fitted classifier, or a modAL learner wrapping one.
+X_pool : array-like, sparse matrix or NodeSet
+    Rows of the classifier's node set, or the node set itself (the fast
+    path: no row look-up). Labeled nodes are never returned.
+n_instances : int, default=1
+    How many rows to return.""",
+    "candidates": """\
+candidates : None, float in (0, 1], int or array of int, default=None
+    Which unlabeled rows of ``X_pool`` are scored: all of them (None); a
+    random fraction of them (float; the paper scores 10%, 0.1); that many
+    drawn at random (int); or exactly these row indices of ``X_pool``
+    (array; labeled rows among them are dropped). A random subset never
+    has fewer than ``n_instances`` rows.""",
+    "batch": """\
+batch : {"greedy", "topk", "localmax"}, default="greedy"
+    How ``n_instances > 1`` rows are chosen. ``greedy``: the best
+    candidate, then the posterior updated as if it were labeled with its
+    pseudo-label (the look-ahead update), the candidates rescored, the
+    next best, and so on; it spreads a batch out (see the module's
+    Options for why it is the default). ``topk``: the ``n_instances``
+    best-scored candidates (the paper's batches; one scoring, cheaper).
+    ``localmax``: the best local maxima of the scores on the graph
+    (:func:`local_max_batch`).""",
+    "random_state": """\
+random_state : int, RandomState instance or None, default=None
+    Draws the random candidate subset and breaks ties between equal
+    scores.""",
+}
+
+
+def _shared_parameters(function):
+    """Fill the lines ``{name}`` of ``function``'s docstring with :data:`_PARAMETERS`."""
+    doc = function.__doc__
+    for name, text in _PARAMETERS.items():
+        doc = doc.replace("    {" + name + "}\n", textwrap.indent(text, "    ") + "\n")
+    function.__doc__ = doc
+    return function
 
 
 def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_state):
@@ -90,11 +135,19 @@ def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_st
     else:
         score = score_fn
     return selection.choose(
-        posterior, score, acquisition.look_ahead, pool_nodes, rows, n_instances, batch, rng,
+        posterior,
+        score,
+        acquisition.look_ahead,
+        pool_nodes,
+        rows,
+        n_instances,
+        batch,
+        rng,
         clf.graph_.weights,
     )
 
 
+@_shared_parameters
 def model_change(
     learner, X_pool, n_instances=1, *, candidates=None, batch="greedy", random_state=None
 ):
@@ -109,31 +162,10 @@ def model_change(
 
     Parameters
     ----------
-    learner : modAL learner or SpectralGraphClassifier
-        A fitted classifier, or a modAL learner wrapping one.
-    X_pool : array-like, sparse matrix or NodeSet
-        Rows of the classifier's node set, or the node set itself (the fast
-        path: no row look-up). Labeled nodes are never returned.
-    n_instances : int, default=1
-        How many rows to return.
-    candidates : None, float in (0, 1], int or array of int, default=None
-        Which unlabeled rows of ``X_pool`` are scored: all of them (None); a
-        random fraction of them (float; the paper scores 10%, 0.1); that many
-        drawn at random (int); or exactly these row indices of ``X_pool``
-        (array; labeled rows among them are dropped). A random subset never
-        has fewer than ``n_instances`` rows.
-    batch : {"greedy", "topk", "localmax"}, default="greedy"
-        How ``n_instances > 1`` rows are chosen. ``greedy``: the best
-        candidate, then the posterior updated as if it were labeled with its
-        pseudo-label (the look-ahead update), the candidates rescored, the
-        next best, and so on; it spreads a batch out (see the module's
-        Options for why it is the default). ``topk``: the ``n_instances``
-        best-scored candidates (the paper's batches; one scoring, cheaper).
-        ``localmax``: the best local maxima of the scores on the graph
-        (:func:`local_max_batch`).
-    random_state : int, RandomState instance or None, default=None
-        Draws the random candidate subset and breaks ties between equal
-        scores.
+    {pool}
+    {candidates}
+    {batch}
+    {random_state}
 
     Returns
     -------
@@ -147,6 +179,7 @@ def model_change(
     )
 
 
+@_shared_parameters
 def vopt(learner, X_pool, n_instances=1, *, candidates=None, batch="greedy", random_state=None):
     """V-opt: the rows whose label most reduces the total posterior variance.
 
@@ -158,31 +191,10 @@ def vopt(learner, X_pool, n_instances=1, *, candidates=None, batch="greedy", ran
 
     Parameters
     ----------
-    learner : modAL learner or SpectralGraphClassifier
-        A fitted classifier, or a modAL learner wrapping one.
-    X_pool : array-like, sparse matrix or NodeSet
-        Rows of the classifier's node set, or the node set itself (the fast
-        path: no row look-up). Labeled nodes are never returned.
-    n_instances : int, default=1
-        How many rows to return.
-    candidates : None, float in (0, 1], int or array of int, default=None
-        Which unlabeled rows of ``X_pool`` are scored: all of them (None); a
-        random fraction of them (float; the paper scores 10%, 0.1); that many
-        drawn at random (int); or exactly these row indices of ``X_pool``
-        (array; labeled rows among them are dropped). A random subset never
-        has fewer than ``n_instances`` rows.
-    batch : {"greedy", "topk", "localmax"}, default="greedy"
-        How ``n_instances > 1`` rows are chosen. ``greedy``: the best
-        candidate, then the posterior updated as if it were labeled with its
-        pseudo-label (the look-ahead update), the candidates rescored, the
-        next best, and so on; it spreads a batch out (see the module's
-        Options for why it is the default). ``topk``: the ``n_instances``
-        best-scored candidates (the paper's batches; one scoring, cheaper).
-        ``localmax``: the best local maxima of the scores on the graph
-        (:func:`local_max_batch`).
-    random_state : int, RandomState instance or None, default=None
-        Draws the random candidate subset and breaks ties between equal
-        scores.
+    {pool}
+    {candidates}
+    {batch}
+    {random_state}
 
     Returns
     -------
@@ -194,6 +206,7 @@ def vopt(learner, X_pool, n_instances=1, *, candidates=None, batch="greedy", ran
     return _select(acquisition.vopt, learner, X_pool, n_instances, candidates, batch, random_state)
 
 
+@_shared_parameters
 def sopt(learner, X_pool, n_instances=1, *, candidates=None, batch="greedy", random_state=None):
     """Sigma-opt: the rows whose label most reduces the survey risk ``1' V C V' 1``.
 
@@ -204,31 +217,10 @@ def sopt(learner, X_pool, n_instances=1, *, candidates=None, batch="greedy", ran
 
     Parameters
     ----------
-    learner : modAL learner or SpectralGraphClassifier
-        A fitted classifier, or a modAL learner wrapping one.
-    X_pool : array-like, sparse matrix or NodeSet
-        Rows of the classifier's node set, or the node set itself (the fast
-        path: no row look-up). Labeled nodes are never returned.
-    n_instances : int, default=1
-        How many rows to return.
-    candidates : None, float in (0, 1], int or array of int, default=None
-        Which unlabeled rows of ``X_pool`` are scored: all of them (None); a
-        random fraction of them (float; the paper scores 10%, 0.1); that many
-        drawn at random (int); or exactly these row indices of ``X_pool``
-        (array; labeled rows among them are dropped). A random subset never
-        has fewer than ``n_instances`` rows.
-    batch : {"greedy", "topk", "localmax"}, default="greedy"
-        How ``n_instances > 1`` rows are chosen. ``greedy``: the best
-        candidate, then the posterior updated as if it were labeled with its
-        pseudo-label (the look-ahead update), the candidates rescored, the
-        next best, and so on; it spreads a batch out (see the module's
-        Options for why it is the default). ``topk``: the ``n_instances``
-        best-scored candidates (the paper's batches; one scoring, cheaper).
-        ``localmax``: the best local maxima of the scores on the graph
-        (:func:`local_max_batch`).
-    random_state : int, RandomState instance or None, default=None
-        Draws the random candidate subset and breaks ties between equal
-        scores.
+    {pool}
+    {candidates}
+    {batch}
+    {random_state}
 
     Returns
     -------
@@ -240,6 +232,7 @@ def sopt(learner, X_pool, n_instances=1, *, candidates=None, batch="greedy", ran
     return _select(acquisition.sopt, learner, X_pool, n_instances, candidates, batch, random_state)
 
 
+@_shared_parameters
 def uncertainty(
     learner,
     X_pool,
@@ -257,36 +250,15 @@ def uncertainty(
 
     Parameters
     ----------
-    learner : modAL learner or SpectralGraphClassifier
-        A fitted classifier, or a modAL learner wrapping one.
-    X_pool : array-like, sparse matrix or NodeSet
-        Rows of the classifier's node set, or the node set itself (the fast
-        path: no row look-up). Labeled nodes are never returned.
-    n_instances : int, default=1
-        How many rows to return.
+    {pool}
     measure : {"margin", "entropy", "least_confident"}, default="margin"
         ``margin``: smallest gap between the two largest latent class values
         (binary: smallest ``|u|``); ``entropy``: largest entropy of the class
         probabilities (``predict_proba``); ``least_confident``: smallest
         largest class probability.
-    candidates : None, float in (0, 1], int or array of int, default=None
-        Which unlabeled rows of ``X_pool`` are scored: all of them (None); a
-        random fraction of them (float; the paper scores 10%, 0.1); that many
-        drawn at random (int); or exactly these row indices of ``X_pool``
-        (array; labeled rows among them are dropped). A random subset never
-        has fewer than ``n_instances`` rows.
-    batch : {"greedy", "topk", "localmax"}, default="greedy"
-        How ``n_instances > 1`` rows are chosen. ``greedy``: the best
-        candidate, then the posterior updated as if it were labeled with its
-        pseudo-label (the look-ahead update), the candidates rescored, the
-        next best, and so on; it spreads a batch out (see the module's
-        Options for why it is the default). ``topk``: the ``n_instances``
-        best-scored candidates (the paper's batches; one scoring, cheaper).
-        ``localmax``: the best local maxima of the scores on the graph
-        (:func:`local_max_batch`).
-    random_state : int, RandomState instance or None, default=None
-        Draws the random candidate subset and breaks ties between equal
-        scores.
+    {candidates}
+    {batch}
+    {random_state}
 
     Returns
     -------
@@ -307,6 +279,7 @@ def uncertainty(
     return _select(score, learner, X_pool, n_instances, candidates, batch, random_state)
 
 
+@_shared_parameters
 def random_sampling(
     learner, X_pool, n_instances=1, *, candidates=None, batch="greedy", random_state=None
 ):
@@ -314,19 +287,8 @@ def random_sampling(
 
     Parameters
     ----------
-    learner : modAL learner or SpectralGraphClassifier
-        A fitted classifier, or a modAL learner wrapping one.
-    X_pool : array-like, sparse matrix or NodeSet
-        Rows of the classifier's node set, or the node set itself (the fast
-        path: no row look-up). Labeled nodes are never returned.
-    n_instances : int, default=1
-        How many rows to return.
-    candidates : None, float in (0, 1], int or array of int, default=None
-        Which unlabeled rows of ``X_pool`` are scored: all of them (None); a
-        random fraction of them (float; the paper scores 10%, 0.1); that many
-        drawn at random (int); or exactly these row indices of ``X_pool``
-        (array; labeled rows among them are dropped). A random subset never
-        has fewer than ``n_instances`` rows.
+    {pool}
+    {candidates}
     batch : {"greedy", "topk", "localmax"}, default="greedy"
         Accepted so that every strategy takes the same options; every mode
         gives the same uniform sample without replacement (a random score
