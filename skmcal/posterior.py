@@ -193,9 +193,12 @@ class LaplacePosterior:
         """Number of classes (2 for binary losses)."""
         return 2 if self.coef.ndim == 1 else self.coef.shape[1]
 
-    def latent(self, nodes):
-        """Latent values at the nodes: ``(K,)`` binary, ``(K, n_classes)`` otherwise."""
-        U = self.eigenvectors[nodes] @ self.coef
+    def latent(self, nodes, rows=None):
+        """Latent values at the nodes: ``(K,)`` binary, ``(K, n_classes)`` otherwise.
+
+        ``rows``: the nodes' eigenvector rows when the caller has gathered them.
+        """
+        U = (self.eigenvectors[nodes] if rows is None else rows) @ self.coef
         return U if self.base is None else U + self.base[nodes]
 
     def proba(self, nodes):
@@ -250,7 +253,7 @@ class RankOnePosterior(LaplacePosterior):
         V = self.eigenvectors[nodes]
         Cv = V @ self.cov
         s = np.einsum("km,km->k", Cv, V)
-        u = V @ self.coef if self.base is None else V @ self.coef + self.base[nodes]
+        u = self.latent(nodes, V)
         grad, curv = self.loss.derivatives(u, self.loss.pseudo_targets(u), self.gamma)
         denominator = 1.0 + curv * s
         step = (grad.T if grad.ndim == 2 else grad[None]) / denominator

@@ -248,8 +248,7 @@ class SoftmaxPosterior(LaplacePosterior):
         """The look-ahead terms of ``nodes`` (forms from ``source``, see :meth:`_forms`)."""
         V = self.eigenvectors[nodes]  # gathered once: rows of a (memory-mapped) n x M array
         G, G2 = self._forms(nodes, V, source)
-        U = V @ self.coef if self.base is None else V @ self.coef + self.base[nodes]
-        K, step = self._solves(U, G, need_gain=need_gain)
+        K, step = self._solves(self.latent(nodes, V), G, need_gain=need_gain)
         survey = None
         if weighted is not None:
             a = np.tensordot(V, weighted, axes=1)  # (K, n_c, d)
