@@ -368,7 +368,7 @@ class LaplacianSolver:
         """How many of ``nodes`` have no cached Green's column for this ``tau2``."""
         if self._green is None or self._green.tau2 != tau2:
             return len(nodes)
-        return sum(int(node) not in self._green.where for node in nodes)
+        return int(np.count_nonzero(~self._green.has(nodes)))
 
     def green_bytes(self, tau2, nodes) -> int:
         """Bytes the Green's columns would take once ``nodes`` have theirs."""
@@ -405,7 +405,7 @@ class LaplacianSolver:
         if green is None or green.tau2 != tau2:
             hierarchy = self._hierarchy(np.full(self.n_nodes, tau2))
             green = self._green = _GreenColumns(tau2, hierarchy)
-        known = np.array([int(node) in green.where for node in nodes], dtype=bool)
+        known = green.has(nodes)
         residual = np.full(len(nodes), np.inf)
         residual[known] = green.residuals(nodes[known])
         todo = np.flatnonzero(residual > atol)
@@ -487,6 +487,10 @@ class _GreenColumns:
         self.norms = []  # residual norm of each block's columns
         self.n_columns = 0
 
+    def has(self, nodes):
+        """Which of ``nodes`` have a column."""
+        return np.array([int(node) in self.where for node in nodes], dtype=bool)
+
     def residuals(self, nodes):
         return np.array([self.norms[b][c] for b, c in (self.where[int(i)] for i in nodes)])
 
@@ -518,7 +522,7 @@ class _GreenColumns:
         return out
 
     def store(self, nodes, x, norms):
-        new = np.array([int(node) not in self.where for node in nodes], dtype=bool)
+        new = ~self.has(nodes)
         for j in np.flatnonzero(~new):
             b, c = self.where[int(nodes[j])]
             self.blocks[b][:, c] = x[:, j]
