@@ -72,23 +72,18 @@ def _kernel():
 CHUNK_ROWS = 4096
 
 
-def _dynamic_schedule():
-    import numba
-
-    return numba.parallel_chunksize(CHUNK_ROWS)
-
-
 @contextlib.contextmanager
-def _numba_threads(n_threads):
-    if n_threads is None:
-        yield
-        return
+def _numba_settings(n_threads):
+    """numba's threads for one kernel call: ``n_threads`` of them (None: as set),
+    rows handed out :data:`CHUNK_ROWS` at a time."""
     import numba
 
     previous = numba.get_num_threads()
-    numba.set_num_threads(max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS)))
+    if n_threads is not None:
+        numba.set_num_threads(max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS)))
     try:
-        yield
+        with numba.parallel_chunksize(CHUNK_ROWS):
+            yield
     finally:
         numba.set_num_threads(previous)
 
@@ -131,7 +126,7 @@ def block_product(A: sp.csr_matrix, Y: np.ndarray, scale=1.0, shift=0.0, prev=No
         prev, prev_coef = Y, 0.0
     out = np.empty((A.shape[0], Y.shape[1]), dtype=A.dtype)
     n_threads = getattr(_LOCAL, "n_threads", None)
-    with _LOCK, _numba_threads(n_threads), _dynamic_schedule():
+    with _LOCK, _numba_settings(n_threads):
         kernel(A.indptr, A.indices, A.data, Y, dtype(scale), dtype(shift),
                np.ascontiguousarray(prev), dtype(prev_coef), out)  # fmt: skip
     return out
