@@ -23,7 +23,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .evidence import DEFAULT_GAMMAS, DEFAULT_TAUS, select_hyperparameters
+from .evidence import DEFAULT_GAMMAS, DEFAULT_TAUS, LAPLACE_GAMMAS, select_hyperparameters
 from .fitting import fit_posterior, posterior_around
 from .fullgraph import fit_full_graph
 from .graph import GRAPH_CACHE, NODE_DTYPES, GraphParams, NodeSet, node_set, phase_level
@@ -221,9 +221,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``ce``) collapse with few labels. With
         ``ce``, at least 2.1e-5 (see Notes).
     gamma : float or "auto", default="auto"
-        Scale of the loss. "auto": the value of
-        :data:`skmcal.evidence.DEFAULT_GAMMAS` (0.1 to 1) with the largest
-        evidence, as for ``tau``.
+        Scale of the loss. "auto": the value with the largest evidence, as for
+        ``tau``, on a grid relative to the prior's scale (which falls as one
+        over the number of nodes; :func:`skmcal.evidence.select_hyperparameters`):
+        :data:`skmcal.evidence.DEFAULT_GAMMAS` (0.1 to 1) for ``gr``/``mgr``,
+        :data:`skmcal.evidence.LAPLACE_GAMMAS` (0.5 to 2) for the others.
+        ``gamma_`` is the equivalent gamma of the unscaled prior. With
+        ``model="full"``: DEFAULT_GAMMAS as they are.
     max_iter : int, default=100
         Maximum Newton iterations (``logistic``, ``probit``, ``ce``; for
         ``ce`` this counts the cheap chord steps that reuse a factored
@@ -522,7 +526,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
 
         The evidence is maximised over :data:`skmcal.evidence.DEFAULT_TAUS`
         (those with ``tau^2`` at most the median kept eigenvalue) x
-        :data:`~skmcal.evidence.DEFAULT_GAMMAS` (an
+        :data:`~skmcal.evidence.DEFAULT_GAMMAS` (``gr``/``mgr``) or
+        :data:`~skmcal.evidence.LAPLACE_GAMMAS` (the others), relative to the
+        prior's scale (the full-graph model: DEFAULT_GAMMAS as they are) (an
         "auto" one only) at each fit, except that a warm refit of a Newton
         loss or of the full-graph model reuses the last choice while the
         number of labels has grown by less than ``AUTO_REUSE_GROWTH`` since
@@ -544,13 +550,24 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         # the same (two moons, 6 labels, mgr: tau=1 and 65% accuracy).
         cap = np.median(graph.eigenvalues)
         taus = [t for t in DEFAULT_TAUS if t**2 <= cap] or DEFAULT_TAUS[:1]
+        # "auto" gammas are relative to the spectral prior's scale (see
+        # select_hyperparameters). The full-graph prior keeps the paper's scale
+        # and grid: its node variance, summed over all N modes, does not fall with N.
+        relative = gamma is None and self.model != "full"
+        if gamma is not None:
+            gammas = (gamma,)
+        elif relative and not loss.closed_form:
+            gammas = LAPLACE_GAMMAS
+        else:
+            gammas = DEFAULT_GAMMAS
         tau, gamma, _ = select_hyperparameters(
             loss,
             graph.eigenvalues,
             graph.eigenvectors[labeled_nodes],
             loss.encode(codes, n_classes),
             taus if tau is None else (tau,),
-            DEFAULT_GAMMAS if gamma is None else (gamma,),
+            gammas,
+            n_nodes=graph.n_nodes if relative else None,
         )
         self._auto_choice = (n_labeled, tau, gamma)
         return tau, gamma

@@ -33,7 +33,7 @@ from threadpoolctl import threadpool_limits
 import skmcal
 import skmcal.graph
 from skmcal import NodeSet, SpectralGraphClassifier
-from skmcal.evidence import DEFAULT_GAMMAS, DEFAULT_TAUS, log_evidence
+from skmcal.evidence import DEFAULT_GAMMAS, DEFAULT_TAUS, LAPLACE_GAMMAS, log_evidence
 from skmcal.losses import LOSSES as LOSSES_BY_NAME
 
 from _oracle import dense_laplacian
@@ -684,17 +684,26 @@ def test_mgr_coef_matches_closed_form(tau, gamma):
     P = clf.eigenvectors_[labeled]
     Y = np.eye(3)[y[labeled]]
     if tau == "auto":  # the grid point of largest evidence, evaluated densely
+        V = clf.eigenvectors_
+
+        def amplitude(t):  # makes the prior's node variances average one
+            prior_cov = V @ np.diag(1 / (clf.eigenvalues_ + t**2)) @ V.T
+            return len(V) / np.trace(prior_cov)
 
         def evidence(t, g):
-            S = g**2 * np.eye(len(labeled)) + P @ np.diag(1 / (clf.eigenvalues_ + t**2)) @ P.T
+            cov = amplitude(t) * P @ np.diag(1 / (clf.eigenvalues_ + t**2)) @ P.T
+            S = g**2 * np.eye(len(labeled)) + cov
             return sum(multivariate_normal(cov=S).logpdf(Y[:, c]) for c in range(3))
 
         taus = [t for t in DEFAULT_TAUS if t**2 <= np.median(clf.eigenvalues_)]
         grid = [(t, g) for t in taus for g in DEFAULT_GAMMAS]
-        expected_tau, expected_gamma = max(grid, key=lambda tg: evidence(*tg))
+        expected_tau, g = max(grid, key=lambda tg: evidence(*tg))
+        # the unscaled model's gamma with the same MAP
+        expected_gamma = g / np.sqrt(amplitude(expected_tau))
     else:
         expected_tau, expected_gamma = tau, gamma
-    assert (clf.tau_, clf.gamma_) == (expected_tau, expected_gamma)
+    assert clf.tau_ == expected_tau
+    assert clf.gamma_ == pytest.approx(expected_gamma, rel=1e-12)
     H = np.diag(clf.eigenvalues_ + expected_tau**2) + P.T @ P / expected_gamma**2
     assert_allclose(
         clf.coef_, np.linalg.solve(H, P.T @ Y / expected_gamma**2), rtol=1e-8, atol=1e-12
@@ -710,18 +719,40 @@ def test_auto_hyperparameters_maximise_the_evidence_of_the_loss(loss):
     labeled = np.flatnonzero(y != -1)
     codes = np.searchsorted(clf.classes_, y[labeled])
     targets = LOSSES_BY_NAME[loss].encode(codes, 2)
-    P = clf.eigenvectors_[labeled]
+    V = clf.eigenvectors_
+    P = V[labeled]
+
+    def amplitude(t):  # makes the prior's node variances average one
+        return len(V) / np.trace(V @ np.diag(1 / (clf.eigenvalues_ + t**2)) @ V.T)
+
+    # With the prior scaled by s, the Laplace evidence at gamma g equals the
+    # unscaled one at g / sqrt(s) (the latent values scale by sqrt(s)).
+    grid = DEFAULT_GAMMAS if LOSSES_BY_NAME[loss].closed_form else LAPLACE_GAMMAS
     table = {
-        (t, g): log_evidence(LOSSES_BY_NAME[loss], clf.eigenvalues_, P, targets, t, g)
+        (t, g): log_evidence(
+            LOSSES_BY_NAME[loss], clf.eigenvalues_, P, targets, t, g / np.sqrt(amplitude(t))
+        )
         for t in DEFAULT_TAUS
         if t**2 <= np.median(clf.eigenvalues_)  # the cap of tau="auto"
-        for g in DEFAULT_GAMMAS
+        for g in grid
     }
-    assert table[(clf.tau_, clf.gamma_)] == max(table.values())
+    tau, g = max(table, key=table.get)
+    assert clf.tau_ == tau
+    assert clf.gamma_ == pytest.approx(g / np.sqrt(amplitude(tau)), rel=1e-12)
     # one of them given: the other is chosen alone
     fixed = SpectralGraphClassifier(loss=loss, tau=0.03).fit(X, y)
     assert fixed.tau_ == 0.03
-    assert table[(0.03, fixed.gamma_)] == max(table[(0.03, g)] for g in DEFAULT_GAMMAS)
+    g = max(grid, key=lambda g: table[(0.03, g)])
+    assert fixed.gamma_ == pytest.approx(g / np.sqrt(amplitude(0.03)), rel=1e-12)
+    # gamma given: the tau of largest evidence at that gamma, unscaled
+    fixed = SpectralGraphClassifier(loss=loss, gamma=0.5).fit(X, y)
+    assert fixed.gamma_ == 0.5
+    unscaled = {
+        t: log_evidence(LOSSES_BY_NAME[loss], clf.eigenvalues_, P, targets, t, 0.5)
+        for t in DEFAULT_TAUS
+        if t**2 <= np.median(clf.eigenvalues_)
+    }
+    assert fixed.tau_ == max(unscaled, key=unscaled.get)
 
 
 def test_auto_choice_is_reused_by_warm_refits_until_the_labels_grow(evidence_selections):
@@ -793,14 +824,15 @@ def test_looser_tol_takes_fewer_iterations(loss):
 @pytest.mark.parametrize("loss", NEWTON_LOSSES)
 def test_warm_start_refit_takes_fewer_iterations(loss):
     X, y_true, y = moons()
-    warm = SpectralGraphClassifier(loss=loss, warm_start=True).fit(X, y)
+    # a fixed gamma: Newton's iteration count from a start depends on it
+    warm = SpectralGraphClassifier(loss=loss, gamma=0.5, warm_start=True).fit(X, y)
     y_more = y.copy()
     y_more[np.flatnonzero(y == -1)[:4]] = y_true[np.flatnonzero(y == -1)[:4]]
     warm.fit(X, y_more)
-    cold = SpectralGraphClassifier(loss=loss).fit(X, y_more)
+    cold = SpectralGraphClassifier(loss=loss, gamma=0.5).fit(X, y_more)
     assert warm.n_iter_ < cold.n_iter_
     assert_allclose(warm.coef_, cold.coef_, atol=1e-8)
-    no_warm = SpectralGraphClassifier(loss=loss, warm_start=False).fit(X, y)
+    no_warm = SpectralGraphClassifier(loss=loss, gamma=0.5, warm_start=False).fit(X, y)
     assert no_warm.fit(X, y_more).n_iter_ == cold.n_iter_
 
 
@@ -808,11 +840,11 @@ def test_warm_start_without_cache():
     # With cache=False every fit rebuilds an identical graph; warm_start should
     # still start from the previous coef_ ("refitting on the same graph").
     X, y_true, y = moons()
-    warm = SpectralGraphClassifier(loss="ce", warm_start=True, cache=False).fit(X, y)
+    warm = SpectralGraphClassifier(loss="ce", gamma=0.5, warm_start=True, cache=False).fit(X, y)
     y_more = y.copy()
     y_more[np.flatnonzero(y == -1)[:4]] = y_true[np.flatnonzero(y == -1)[:4]]
     warm.fit(X, y_more)
-    cold = SpectralGraphClassifier(loss="ce", cache=False).fit(X, y_more)
+    cold = SpectralGraphClassifier(loss="ce", gamma=0.5, cache=False).fit(X, y_more)
     assert_allclose(warm.coef_, cold.coef_, atol=1e-8)
     assert warm.n_iter_ < cold.n_iter_
 

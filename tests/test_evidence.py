@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from skmcal.evidence import log_evidence, select_hyperparameters
+from skmcal.evidence import log_evidence, prior_scale, select_hyperparameters
 from skmcal.fitting import fit_posterior
 from skmcal.losses import LOSSES
 
@@ -42,9 +42,10 @@ def test_closed_form_matches_dense_gaussian_density(name, tau, gamma):
     assert got == pytest.approx(expected, rel=1e-10)
 
 
-def _dense_laplace(loss, eigenvalues, P, targets, tau, gamma):
-    """The Laplace formula from explicit full-space matrices (class-major for ce)."""
-    prior = eigenvalues + tau**2
+def _dense_laplace(loss, eigenvalues, P, targets, tau, gamma, scale=1.0):
+    """The Laplace formula from explicit full-space matrices (class-major for ce),
+    for the prior covariance ``scale * Lambda_tau^-1``."""
+    prior = (eigenvalues + tau**2) / scale
     coef = fit_posterior(loss, prior, P, np.arange(P.shape[0]), targets, gamma).coef
     if loss.multiclass:
         U = P @ coef
@@ -101,6 +102,69 @@ def test_select_hyperparameters_takes_the_grid_maximum(name):
     np.testing.assert_allclose(table, brute, rtol=1e-8)
     i, j = np.unravel_index(np.argmax(brute), brute.shape)
     assert (tau, gamma) == (taus[i], gammas[j])
+
+
+def test_prior_scale_gives_unit_mean_node_variance():
+    rng = np.random.RandomState(1)
+    V = np.linalg.qr(rng.randn(30, 5))[0]
+    eigenvalues = np.array([0.0, 0.02, 0.1, 0.4, 0.9])
+    for tau in (0.01, 0.3):
+        s = prior_scale(eigenvalues, tau, 30)
+        prior_cov = s * V @ np.diag(1.0 / (eigenvalues + tau**2)) @ V.T
+        assert np.mean(np.diag(prior_cov)) == pytest.approx(1.0, rel=1e-12)
+    for bad in (0, -3, 2.5, None):
+        with pytest.raises(ValueError, match="n_nodes must be a positive integer"):
+            prior_scale(eigenvalues, 0.1, bad)
+
+
+@pytest.mark.parametrize("name", ["gr", "mgr", "logistic", "ce"])
+def test_relative_gammas_are_the_scaled_prior_model(name):
+    """With n_nodes, grid point (tau, g) is the prior s Lambda_tau^-1 with gamma g,
+    evaluated densely; the gamma returned is g / sqrt(s)."""
+    loss = LOSSES[name]
+    eigenvalues, P, codes = _problem()
+    targets = _targets(loss, codes)
+    taus, gammas, n_nodes = (0.01, 0.1, 0.5), (0.1, 0.3, 1.0), 40
+    tau, gamma, table = select_hyperparameters(
+        loss, eigenvalues, P, targets, taus, gammas, n_nodes=n_nodes
+    )
+    Y = targets.reshape(N_LABELED, -1)
+    brute = np.empty((len(taus), len(gammas)))
+    for i, t in enumerate(taus):
+        s = n_nodes / np.sum(1.0 / (eigenvalues + t**2))
+        for j, g in enumerate(gammas):
+            if loss.closed_form:
+                S = g**2 * np.eye(N_LABELED) + s * P @ np.diag(1.0 / (eigenvalues + t**2)) @ P.T
+                brute[i, j] = sum(
+                    multivariate_normal(np.zeros(N_LABELED), S).logpdf(Y[:, c])
+                    for c in range(Y.shape[1])
+                )
+            else:
+                brute[i, j] = _dense_laplace(loss, eigenvalues, P, targets, t, g, scale=s)
+                # the same as the unscaled model at g / sqrt(s)
+                unscaled = log_evidence(loss, eigenvalues, P, targets, t, g / np.sqrt(s))
+                assert brute[i, j] == pytest.approx(unscaled, rel=1e-8)
+    np.testing.assert_allclose(table, brute, rtol=1e-8)
+    i, j = np.unravel_index(np.argmax(brute), brute.shape)
+    s = n_nodes / np.sum(1.0 / (eigenvalues + taus[i] ** 2))
+    assert tau == taus[i]
+    assert gamma == pytest.approx(gammas[j] / np.sqrt(s), rel=1e-12)
+
+
+def test_scaled_prior_and_relative_gamma_give_the_unscaled_map():
+    """The MAP of prior s Lambda^-1 at gamma g is the unscaled one at g / sqrt(s)
+    (gr: the same latent values; ce: latent values sqrt(s) times, the same probabilities)."""
+    eigenvalues, P, codes = _problem()
+    labeled = np.arange(N_LABELED)
+    tau, g, s = 0.05, 0.3, 7.0
+    prior = eigenvalues + tau**2
+    for name in ("gr", "ce"):
+        loss = LOSSES[name]
+        targets = _targets(loss, codes)
+        scaled = fit_posterior(loss, prior / s, P, labeled, targets, g).coef
+        unscaled = fit_posterior(loss, prior, P, labeled, targets, g / np.sqrt(s)).coef
+        factor = 1.0 if loss.closed_form else np.sqrt(s)
+        np.testing.assert_allclose(scaled, factor * unscaled, rtol=1e-7, atol=1e-10)
 
 
 @pytest.mark.parametrize(

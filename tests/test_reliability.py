@@ -253,7 +253,7 @@ def test_ce_with_the_smallest_accepted_tau_is_accurate():
     y_part[[0, 1, 30, 31]] = y[[0, 1, 30, 31]]
     scores = []
     for tau in (2.2e-5, 4.4e-5):
-        clf = SpectralGraphClassifier("ce", tau=tau, n_eigs=10).fit(X, y_part)
+        clf = SpectralGraphClassifier("ce", tau=tau, gamma=0.5, n_eigs=10).fit(X, y_part)
         C = clf.posterior_cov()
         assert np.linalg.eigvalsh(C).min() > 0
         scores.append(model_change(clf, X, 50)[1])
