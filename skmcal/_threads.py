@@ -14,6 +14,7 @@ and spectrum computations are not limited.
 from __future__ import annotations
 
 import functools
+import os
 from contextlib import nullcontext
 from numbers import Integral
 
@@ -59,6 +60,22 @@ def get_blas_threads() -> int | None:
 @functools.lru_cache(maxsize=1)
 def _controller():
     return ThreadpoolController()
+
+
+def scoring_threads(n_threads: int | None) -> int:
+    """Threads that score pieces of candidates: ``n_threads``, or (None) the BLAS pool's size.
+
+    None takes the threads the BLAS libraries may use here and now (at most
+    ``os.cpu_count()``): every core in a plain process, a joblib worker's
+    share of them (joblib limits its workers' pools), one inside
+    ``threadpoolctl.threadpool_limits(1)``. Call it outside
+    :func:`small_algebra`, which limits the pools itself.
+    """
+    if n_threads is not None:
+        return max(1, int(n_threads))
+    cores = os.cpu_count() or 1
+    pools = [lib.num_threads for lib in _controller().select(user_api="blas").lib_controllers]
+    return max(1, min([cores, *pools]) if pools else cores)
 
 
 def small_algebra():

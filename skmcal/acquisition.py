@@ -17,12 +17,13 @@ better. Adding node ``k`` with its pseudo-label moves the coefficients by
 - uncertainty: smallest margin, entropy or least confidence.
 
 ``top`` (int or None) says that only the ``top`` largest values must be
-exact. A posterior family whose values are expensive (``screening``: ce)
-then scores every candidate approximately (single precision) and rescores
-exactly those within ``SCREEN_RTOL`` (relative to the largest value) of the
-``top``-th: as long as the approximation error stays below that margin (it
-is ~1e-6 of the largest value), the ``top`` largest returned values are the
-exact ones, and exact; the others keep single-precision accuracy.
+exact. A posterior family with cheaper approximate values (``screening``:
+both families, in single precision) then scores every candidate
+approximately and rescores exactly those within ``SCREEN_RTOL`` (relative to
+the largest value) of the ``top``-th: as long as the approximation error
+stays below that margin (it is ~1e-6 of the largest value), the ``top``
+largest returned values are the exact ones, and exact; the others keep
+single-precision accuracy.
 """
 
 from __future__ import annotations

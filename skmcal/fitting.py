@@ -291,7 +291,8 @@ def fit_posterior(
         Stop when every coordinate of the Newton step is at most
         ``tol * (1 + max|coef|)``.
     n_threads : int or None
-        Threads of the softmax family's candidate scoring (None: all cores).
+        Threads of the posterior's candidate scoring (None: the cores the BLAS
+        pools may use, :func:`skmcal._threads.scoring_threads`).
 
     Returns
     -------
@@ -301,10 +302,9 @@ def fit_posterior(
     """
     P = eigenvectors[labeled]
     family = FAMILIES[loss.family]
-    extra = {"n_threads": n_threads} if family is SoftmaxPosterior else {}
     if loss.closed_form:
         coef, cov = _gaussian_map(prior, P, targets, gamma)
-        return family(loss, gamma, eigenvectors, coef, cov, **extra)
+        return family(loss, gamma, eigenvectors, coef, cov, n_threads=n_threads)
     fit = newton_map(
         loss, prior, P, targets, gamma, coef_init=coef_init, max_iter=max_iter, tol=tol
     )
@@ -323,7 +323,7 @@ def fit_posterior(
         fit.problem.covariance(fit.factor),
         n_iter=fit.n_iter,
         converged=fit.converged,
-        **extra,
+        n_threads=n_threads,
     )
 
 
@@ -410,5 +410,6 @@ def posterior_around(
     H[np.diag_indices_from(H)] += prior
     coef = np.zeros((M,) + U.shape[1:])
     return RankOnePosterior(
-        loss, gamma, eigenvectors, coef, cho_inverse(cholesky(H)), base=latent, **fit_info
-    )
+        loss, gamma, eigenvectors, coef, cho_inverse(cholesky(H)), base=latent,
+        n_threads=n_threads, **fit_info,
+    )  # fmt: skip

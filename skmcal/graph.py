@@ -1448,9 +1448,10 @@ def graph_memory_estimate(
     The larger of the two phases: the kNN search and kernel weights (the
     neighbour index: a float64 copy of the data for scikit-learn's trees at
     up to 15 features, else its chunked distances, or for a ``neighbors``
-    transformer an allowance of 8 bytes per feature and 32 per neighbour
-    of each node; distances and indices of each node's neighbours and their
-    sorting; ``W`` built as CSR, its transpose and their sum), and the
+    transformer an allowance of 8 bytes per feature and 24 per neighbour
+    of each node; the transformer's sparse graph, the distances and indices
+    of each node's neighbours and their sorting; the kernel weights, ``K``
+    as CSR, its transpose and ``W``, their sum), and the
     spectrum (the index, kept with the graph up to
     :data:`INDEX_MAX_NODES` nodes; ``W`` and ``A = D^-1/2 W
     D^-1/2``; ARPACK's Lanczos basis of ``max(2 n_eigs, 100)`` vectors and
@@ -1459,9 +1460,11 @@ def graph_memory_estimate(
     above :data:`CHEBYSHEV_MIN_NODES`, or the dense matrix and its
     eigenvectors on small graphs; the eigenvectors returned, in float64).
     ``W`` holds ``nnz`` entries (a precomputed affinity), or at most
-    ``2 n_nodes n_neighbors``. Calibrated against the
-    peaks measured by ``benchmarks/bench_scale.py`` (see the user guide,
-    "Large data"); an allowance, not a bound.
+    ``2 n_nodes n_neighbors``. Calibrated against the peaks measured by
+    ``benchmarks/bench_scale.py`` with pynndescent on 64 features (see the
+    user guide, "Large data"): above each of them by 2% (1,000,000 nodes,
+    ARPACK) to 18% (1,000,000 nodes, the float32 subspace iteration), 5% at
+    3,000,000 and 7% at 10,000,000 nodes; an allowance, not a guaranteed bound.
 
     Parameters
     ----------
@@ -1486,8 +1489,8 @@ def _phase_bytes(n_nodes, n_features, params, nnz):
     search = kept = 0
     if params.kernel != "precomputed":
         q = max(k, params.scale_neighbor if params.kernel == "gaussian" else 0)
-        if params.neighbors is not None:  # pynndescent at 1M x 64: 0.8 GB
-            index = held = n * (8 * n_features + 32 * (q + 1))
+        if params.neighbors is not None:  # pynndescent, 64 features: 0.42-0.71 KB per node
+            index = held = n * (8 * n_features + 24 * (q + 1))
         elif n_features <= 15:  # a k-d tree over a float64 copy
             index = held = 8 * n * n_features
         else:  # brute force: chunks of working_memory
@@ -1495,8 +1498,10 @@ def _phase_bytes(n_nodes, n_features, params, nnz):
 
             index, held = get_config()["working_memory"] * 2**20, 0
         kept = held if n <= INDEX_MAX_NODES else 0  # with the graph through the spectrum
-        knn = index + 16 * n * q + 24 * n * (q + 1)  # (dist, ind); a transformer's sort
-        weights = held + 16 * n * q + 24 * n * k + 2 * sparse_bytes  # temporaries; K + K^T
+        # (dist, ind); a transformer's graph, its distances in float64 and their order
+        knn = index + 16 * n * q + 32 * n * (q + 1)
+        # (dist, ind); the weights with K's indices (12 B) and K^T as CSR (12 B); W = K + K^T
+        weights = held + 16 * n * q + 24 * n * k + sparse_bytes
         search = max(knn, weights)
     if n <= DENSE_EIGEN_MAX_NODES or 3 * m >= n:
         solver = 16 * n * n + 8 * n * m

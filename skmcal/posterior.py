@@ -45,12 +45,13 @@ class ``c``).
 from __future__ import annotations
 
 import functools
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.linalg import lapack
 
-from ._threads import small_algebra, with_small_algebra
+from ._threads import scoring_threads, small_algebra, with_small_algebra
 
 # ------------------------------------------------------------ dense algebra
 # Cholesky through LAPACK (dpotrf / dpotrs / dpotri). Fits run with one BLAS
@@ -165,6 +166,10 @@ class LaplacePosterior:
         Newton (and chord) steps of the fit (0 for the closed forms).
     converged : bool
         Whether the fit met its tolerance.
+    n_threads : int or None
+        Threads that score pieces of candidates, each with a single-threaded
+        BLAS (None: :func:`skmcal._threads.scoring_threads`, the cores the
+        BLAS pools may use here).
     """
 
     loss: object
@@ -175,6 +180,7 @@ class LaplacePosterior:
     base: np.ndarray | None = None
     n_iter: int = 0
     converged: bool = True
+    n_threads: int | None = None
 
     #: Whether approximate (single-precision) values are worth computing
     #: before exact ones (:func:`skmcal.acquisition` screening).
@@ -193,13 +199,16 @@ class LaplacePosterior:
         """Number of classes (2 for binary losses)."""
         return 2 if self.coef.ndim == 1 else self.coef.shape[1]
 
-    def latent(self, nodes, rows=None):
+    def latent(self, nodes, rows=None, *, projected=None):
         """Latent values at the nodes: ``(K,)`` binary, ``(K, n_classes)`` otherwise.
 
-        ``rows``: the nodes' eigenvector rows when the caller has gathered them.
+        ``rows``: the nodes' eigenvector rows when the caller has gathered
+        them; ``projected``: their product with ``coef`` when the caller has
+        computed it (along with other products of the rows).
         """
-        U = (self.eigenvectors[nodes] if rows is None else rows) @ self.coef
-        return U if self.base is None else U + self.base[nodes]
+        if projected is None:
+            projected = (self.eigenvectors[nodes] if rows is None else rows) @ self.coef
+        return projected if self.base is None else projected + self.base[nodes]
 
     def proba(self, nodes):
         """Class probabilities at the nodes (the likelihood at the latent values)."""
@@ -225,15 +234,32 @@ class LaplacePosterior:
         """``formula(terms)`` of the look-ahead terms of ``nodes``, one value per node."""
         raise NotImplementedError
 
+    def _in_pieces(self, function, nodes, chunk):
+        """``function(piece)`` over pieces of ``chunk`` nodes, concatenated (last axis).
+
+        The pieces run on ``n_threads`` threads (numpy releases the GIL in its
+        kernels), each with a single-threaded BLAS; the pieces and what is
+        computed on each do not depend on the thread count.
+        """
+        pieces = [nodes[start : start + chunk] for start in range(0, nodes.size, chunk)]
+        workers = min(len(pieces), scoring_threads(self.n_threads))
+        with small_algebra():
+            if workers <= 1:
+                parts = [function(piece) for piece in pieces]
+            else:
+                with ThreadPoolExecutor(max_workers=workers) as pool:
+                    parts = list(pool.map(function, pieces))
+        return np.concatenate(parts, axis=-1) if parts else np.empty(0)
+
     def look_ahead(self, node):
         """The posterior after adding ``node`` with its pseudo-label."""
         raise NotImplementedError
 
 
 # ------------------------------------------------------------ rank-one family
-#: The rank-one family scores ``SCORE_CHUNK`` candidates at a time in the
-#: calling thread (~M^2 work per candidate: a thread pool costs more than it gains).
-SCORE_CHUNK = 16384
+#: The rank-one family scores candidates in pieces of ``SCORE_CHUNK`` (each
+#: ~M^2 work per candidate, several pieces at once on :attr:`n_threads`).
+SCORE_CHUNK = 8192
 
 
 @dataclass(frozen=True, eq=False)
@@ -244,38 +270,73 @@ class RankOnePosterior(LaplacePosterior):
     the Hessian, so ``D_k = C v_k``, ``R_k = F / (1 + F' s_k)`` and ``K_k =
     F' / (1 + F' s_k)`` with ``s_k = v_k' C v_k`` (Sherman-Morrison; exact for
     ``gr``/``mgr``, one Newton step for the others).
+
+    Many candidates are scored from one product per eigenvector row: with
+    ``C = Q diag(d) Q'``, the row ``w = Q' v_k`` gives ``s_k = sum_i d_i
+    w_i^2`` and ``||D_k||^2 = ||C v_k||^2 = sum_i d_i^2 w_i^2``, and the
+    same product holds ``v_k' coef`` (the latent values) and ``v_k' C w``
+    (the survey term). Approximate values (screening, see
+    :mod:`skmcal.acquisition`) compute it in single precision.
     """
+
+    screening = True
 
     def cov_at(self, rows):
         return rows @ self.cov @ rows.T
 
-    def _terms(self, nodes, survey):
-        V = self.eigenvectors[nodes]
-        Cv = V @ self.cov
-        s = np.einsum("km,km->k", Cv, V)
-        u = self.latent(nodes, V)
+    @functools.cached_property
+    def _spectral_cov(self):
+        """``(Q, d)`` with ``cov = Q diag(d) Q'`` (numpy's ``eigh``, one BLAS thread)."""
+        with small_algebra():
+            d, Q = np.linalg.eigh(self.cov)
+        return Q, d
+
+    def _terms(self, nodes, basis, weights, survey):
+        """The look-ahead terms of ``nodes`` from their rows' product with ``basis``.
+
+        ``basis`` is ``[Q, coef, C w]`` (the last block only with a survey
+        direction ``w``) and ``weights`` is ``[d, d^2]``, both in the
+        precision to compute in.
+        """
+        rows = self.eigenvectors[nodes]
+        product = rows.astype(basis.dtype, copy=False) @ basis
+        M = weights.shape[0]
+        # The latent values and the survey term in double precision, then every
+        # entry squared in place (one pass over a contiguous array).
+        projected = product[:, M : M + self.coef.size // M].astype(np.float64)
+        u = self.latent(nodes, projected=projected if self.coef.ndim == 2 else projected[:, 0])
+        survey_term = None if survey is None else product[:, -1].astype(np.float64)
+        np.square(product, out=product)
+        s, gram = (product[:, :M] @ weights).T
         grad, curv = self.loss.derivatives(u, self.loss.pseudo_targets(u), self.gamma)
         denominator = 1.0 + curv * s
-        step = (grad.T if grad.ndim == 2 else grad[None]) / denominator
+        # (s, K) in C order: the acquisition formulas reduce over the last axis.
+        step = np.divide(grad.T if grad.ndim == 2 else grad[None], denominator, order="C")
         return LookAheadTerms(
             step=step[None],
-            gram=np.einsum("km,km->k", Cv, Cv)[None, None],
+            gram=gram[None, None],
             gain=(curv / denominator)[None, None],
-            survey=None if survey is None else (Cv @ survey)[None, None],
+            survey=None if survey_term is None else survey_term[None, None],
         )
+
+    def _products(self, survey=None, dtype=np.float64):
+        """``(basis, weights)`` of :meth:`_terms` in ``dtype``."""
+        Q, d = self._spectral_cov
+        blocks = [Q, self.coef.reshape(d.size, -1)]
+        if survey is not None:
+            blocks.append((self.cov @ survey)[:, None])
+        return np.hstack(blocks).astype(dtype), np.column_stack([d, d * d]).astype(dtype)
 
     def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None):
         nodes = np.asarray(nodes, dtype=np.intp)
-        with small_algebra():
-            parts = [
-                formula(self._terms(nodes[s : s + SCORE_CHUNK], survey))
-                for s in range(0, nodes.size, SCORE_CHUNK)
-            ]
-        return np.concatenate(parts) if parts else np.empty(0)
+        basis, weights = self._products(survey, np.float32 if approximate else np.float64)
+        return self._in_pieces(
+            lambda piece: formula(self._terms(piece, basis, weights, survey)), nodes, SCORE_CHUNK
+        )
 
     @with_small_algebra
     def look_ahead(self, node):
-        t = self._terms(np.array([node], dtype=np.intp), None)
+        t = self._terms(np.array([node], dtype=np.intp), *self._products(), None)
         Cv = self.eigenvectors[node] @ self.cov
         step = t.step[0, :, 0]
         change = np.multiply.outer(Cv, step) if self.coef.ndim == 2 else Cv * step[0]

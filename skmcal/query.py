@@ -61,7 +61,7 @@ __all__ = [
     "vopt",
 ]
 
-#: Acquisition functions that take ``top=`` (ce screens its candidates in float32).
+#: Acquisition functions that take ``top=`` (the posteriors screen candidates in float32).
 _SCREENED = (acquisition.model_change, acquisition.vopt, acquisition.sopt)
 
 

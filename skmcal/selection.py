@@ -181,7 +181,7 @@ class _PoolIndex:
     def eligible(self, rows, pool_nodes, labeled, *, first_only=True):
         """Which ``rows`` are not on a ``labeled`` node (a mask over nodes), and first on
         their node (``first_only``)."""
-        keep = ~labeled[pool_nodes[rows]]
+        keep = ~labeled[rows if self.held is None else pool_nodes[rows]]  # held None: row = node
         if first_only and self.first is not None:
             keep &= self.first[rows]
         return keep
@@ -216,7 +216,9 @@ def _draw_distinct(rng, n, size, accept, share):
         count = np.count_nonzero(taken)
     chosen = np.flatnonzero(taken)
     if chosen.size > size:
-        chosen = chosen[np.sort(rng.permutation(chosen.size)[:size])]
+        keep = np.zeros(chosen.size, dtype=bool)  # a mask, not a sort of the positions kept
+        keep[rng.permutation(chosen.size)[:size]] = True
+        chosen = chosen[keep]
     return chosen
 
 

@@ -22,6 +22,8 @@ solve, an inverse or a trace of matrices assembled by hand.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -251,6 +253,18 @@ def test_uncertainty_rejects_unknown_measure():
 
 # --------------------------------------------------------------- vectorisation
 @pytest.mark.parametrize("loss", ALL_LOSSES)
+def test_values_do_not_depend_on_the_thread_count(loss, monkeypatch):
+    """Pieces scored on several threads give the values of one thread, bit for bit."""
+    clf, bf, view = look_ahead_setup(loss, "auto")
+    nodes = bf.unlabeled
+    monkeypatch.setattr(softmax, "CE_CHUNK", 3)
+    monkeypatch.setattr(posterior, "SCORE_CHUNK", 5)
+    one, three = replace(view, n_threads=1), replace(view, n_threads=3)
+    for f in (acquisition.model_change, acquisition.vopt, acquisition.sopt):
+        np.testing.assert_array_equal(f(three, nodes), f(one, nodes))
+
+
+@pytest.mark.parametrize("loss", ALL_LOSSES)
 def test_values_do_not_depend_on_chunking_or_order(loss, monkeypatch):
     clf, bf, view = look_ahead_setup(loss, "auto")
     nodes = bf.unlabeled
@@ -266,7 +280,7 @@ def test_values_do_not_depend_on_chunking_or_order(loss, monkeypatch):
         assert f(view, np.array([], dtype=int)).shape == (0,)
 
 
-# ------------------------------------------------- ce with many classes, screening
+# --------------------------------------------------- screening, ce with many classes
 def test_ce_with_six_classes_matches_brute_force():
     clf, bf, view = ce_many_classes()
     nodes = bf.unlabeled
@@ -281,9 +295,14 @@ def test_ce_with_six_classes_matches_brute_force():
 
 @pytest.mark.parametrize("function", ["model_change", "vopt", "sopt"])
 @pytest.mark.parametrize("top", [1, 4])
-def test_ce_screening_keeps_the_exact_top_values(function, top, monkeypatch):
-    """With top=, ce scores in float32 first: the top values and their order stay exact."""
-    for _clf, bf, view in (look_ahead_setup("ce", "auto"), ce_many_classes()):
+@pytest.mark.parametrize("loss", ALL_LOSSES)
+def test_screening_keeps_the_exact_top_values(loss, function, top, monkeypatch):
+    """With top=, every family scores in float32 first: the top values and their order
+    stay exact."""
+    setups = [look_ahead_setup(loss, "auto"), look_ahead_setup(loss, "custom")]
+    if loss == "ce":
+        setups.append(ce_many_classes())
+    for _clf, bf, view in setups:
         f = getattr(acquisition, function)
         nodes = bf.unlabeled
         exact = f(view, nodes)
@@ -318,10 +337,11 @@ def test_ce_screening_falls_back_to_double_on_float32_overflow(monkeypatch):
     assert precisions == [np.float32, None]  # float32 products, then exact direct forms
 
 
-def test_ce_strategy_picks_do_not_depend_on_screening(monkeypatch):
+@pytest.mark.parametrize("loss", ["gr", "mgr", "ce"])
+def test_strategy_picks_do_not_depend_on_screening(loss, monkeypatch):
     from skmcal.query import model_change, vopt
 
-    clf, bf, view = look_ahead_setup("ce", "auto")
+    clf, bf, view = look_ahead_setup(loss, "auto")
     X = bf.X
     for strategy in (model_change, vopt):
         for batch in ("topk", "greedy"):

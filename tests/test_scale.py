@@ -523,7 +523,7 @@ def test_memory_estimate_counts_the_index_only_where_the_graph_keeps_it(monkeypa
 
     params = GraphParams("gaussian", 10, 7, 3.0, 50, neighbors=KNeighborsTransformer())
     n, d, q = 3_000_000, 64, 10
-    index = n * (8 * d + 32 * (q + 1))  # the transformer's allowance
+    index = n * (8 * d + 24 * (q + 1))  # the transformer's allowance
     monkeypatch.setattr(graph_module, "INDEX_MAX_NODES", n)
     search, kept = graph_module._phase_bytes(n, d, params, None)
     monkeypatch.setattr(graph_module, "INDEX_MAX_NODES", n - 1)

@@ -1,10 +1,12 @@
 """The BLAS thread setting of fits and acquisition (skmcal._threads)."""
 
+import os
+
 import pytest
-from threadpoolctl import threadpool_info
+from threadpoolctl import threadpool_info, threadpool_limits
 
 import skmcal
-from skmcal._threads import small_algebra
+from skmcal._threads import scoring_threads, small_algebra
 
 
 def _blas_threads():
@@ -37,3 +39,11 @@ def test_set_blas_threads_rejects_bad_values(bad):
     with pytest.raises(ValueError, match="positive int or None"):
         skmcal.set_blas_threads(bad)
     assert skmcal.get_blas_threads() == 1
+
+
+def test_scoring_threads_follow_the_blas_pools_unless_given():
+    assert scoring_threads(3) == 3
+    blas = [m["num_threads"] for m in threadpool_info() if m["user_api"] == "blas"]
+    assert scoring_threads(None) == max(1, min([os.cpu_count() or 1, *blas]))
+    with threadpool_limits(limits=1, user_api="blas"):  # e.g. a joblib worker's share
+        assert scoring_threads(None) == 1
