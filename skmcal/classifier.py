@@ -250,8 +250,10 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         are; in a joblib worker, such as one of ``GridSearchCV(n_jobs=2)``,
         they are limited to its share of the cores, and ``n_jobs=-1`` lets
         the build that the other workers wait for use them all), and threads
-        that score pieces of ce candidates in the query strategies (None:
-        every core; each thread runs a single-threaded BLAS).
+        that score pieces of candidates in the query strategies, every loss
+        (None: the size of the BLAS pools, i.e. every core in a plain process
+        and a joblib worker's share in a worker; each thread runs a
+        single-threaded BLAS).
     random_state : int, RandomState instance or None, default=None
         Seeds the start of the sparse eigensolver (large graphs only: ARPACK's
         starting vector, or the starting block of the float32 subspace

@@ -241,7 +241,8 @@ class LaplacePosterior:
         kernels), each with a single-threaded BLAS; the pieces and what is
         computed on each do not depend on the thread count.
         """
-        pieces = [nodes[start : start + chunk] for start in range(0, nodes.size, chunk)]
+        # no nodes: one empty piece, so that the result has the function's shape
+        pieces = [nodes[start : start + chunk] for start in range(0, nodes.size, chunk)] or [nodes]
         workers = min(len(pieces), scoring_threads(self.n_threads))
         with small_algebra():
             if workers <= 1:
@@ -249,7 +250,7 @@ class LaplacePosterior:
             else:
                 with ThreadPoolExecutor(max_workers=workers) as pool:
                     parts = list(pool.map(function, pieces))
-        return np.concatenate(parts, axis=-1) if parts else np.empty(0)
+        return np.concatenate(parts, axis=-1)
 
     def look_ahead(self, node):
         """The posterior after adding ``node`` with its pseudo-label."""

@@ -26,18 +26,17 @@ What makes it fast (all of it inside this module):
 - approximate values (float32 forms, optionally kept up to date through the
   look-aheads of a greedy batch) for screening, see
   :mod:`skmcal.acquisition`;
-- pieces of ``CE_CHUNK`` candidates scored on ``n_threads`` threads.
+- pieces of ``CE_CHUNK`` candidates scored on ``n_threads`` threads
+  (:meth:`skmcal.posterior.LaplacePosterior._in_pieces`).
 """
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ._threads import small_algebra, with_small_algebra
+from ._threads import with_small_algebra
 from .posterior import LaplacePosterior, LookAheadTerms, reduce_classes, zero_sum_basis
 
 #: Candidates are scored in pieces of about ``CE_CHUNK`` (large pieces, so
@@ -102,15 +101,11 @@ class SoftmaxPosterior(LaplacePosterior):
 
     Attributes (besides those of :class:`~skmcal.posterior.LaplacePosterior`)
     ---------------------------------------------------------------------------
-    n_threads : int or None
-        Threads that score pieces of candidates (None: ``os.cpu_count()``);
-        each runs a single-threaded BLAS.
     forms : KeptForms or None
         float32 forms of some nodes, kept up to date by :meth:`look_ahead`
         (see :meth:`prepare`).
     """
 
-    n_threads: int | None = None
     forms: KeptForms | None = None
 
     screening = True
@@ -122,23 +117,6 @@ class SoftmaxPosterior(LaplacePosterior):
         C4 = self.cov.reshape(n_c, M, n_c, M)
         blocks = np.einsum("ai,cihk,bk->cahb", rows, C4, rows)
         return blocks.reshape(n_c * n, n_c * n)
-
-    def _in_pieces(self, function, nodes):
-        """``function(piece)`` over pieces of about ``CE_CHUNK`` nodes, concatenated (last axis).
-
-        The pieces run on ``n_threads`` threads (numpy releases the GIL in its
-        kernels), each with a single-threaded BLAS.
-        """
-        n_pieces = max(1, -(-nodes.size // CE_CHUNK))
-        pieces = np.array_split(nodes, n_pieces)
-        workers = min(n_pieces, self.n_threads or os.cpu_count() or 1)
-        with small_algebra():
-            if workers <= 1:
-                parts = [function(piece) for piece in pieces]
-            else:
-                with ThreadPoolExecutor(max_workers=workers) as pool:
-                    parts = list(pool.map(function, pieces))
-        return np.concatenate(parts, axis=-1)
 
     # ---------------------------------------------------------- the forms
     def _form_coefficients(self):
@@ -285,7 +263,7 @@ class SoftmaxPosterior(LaplacePosterior):
         def piece_values(piece):
             return formula(self._terms(piece, source, need_gain=gain, weighted=weighted))
 
-        return self._in_pieces(piece_values, nodes)
+        return self._in_pieces(piece_values, nodes, CE_CHUNK)
 
     @with_small_algebra
     def prepare(self, nodes):
@@ -298,7 +276,9 @@ class SoftmaxPosterior(LaplacePosterior):
         nodes = np.unique(np.asarray(nodes, dtype=np.intp))
         coefficients = self._form_coefficients().astype(np.float32)
         G, G2 = self._in_pieces(
-            lambda piece: self._product_forms(self.eigenvectors[piece], coefficients), nodes
+            lambda piece: self._product_forms(self.eigenvectors[piece], coefficients),
+            nodes,
+            CE_CHUNK,
         )
         Vt = np.ascontiguousarray(self.eigenvectors[nodes].T, dtype=np.float32)
         return replace(self, forms=KeptForms(nodes=nodes, G=G, G2=G2, Vt=Vt))
