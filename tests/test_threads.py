@@ -47,3 +47,35 @@ def test_scoring_threads_follow_the_blas_pools_unless_given():
     assert scoring_threads(None) == max(1, min([os.cpu_count() or 1, *blas]))
     with threadpool_limits(limits=1, user_api="blas"):  # e.g. a joblib worker's share
         assert scoring_threads(None) == 1
+
+
+@pytest.mark.parametrize("loss", ["mgr", "ce"])
+def test_query_scoring_runs_on_the_free_pools_threads(loss, monkeypatch):
+    """The strategies size their scoring threads outside small_algebra's one-thread
+    limit: with n_jobs=None every loss gets the pools' threads (ce once got one)."""
+    import numpy as np
+
+    import skmcal.posterior
+    from skmcal import SpectralGraphClassifier
+    from skmcal.query import model_change
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: nothing to tell apart")
+    seen = []
+    real = skmcal.posterior.scoring_threads
+
+    def spy(n_threads):
+        seen.append(real(n_threads))
+        return seen[-1]
+
+    monkeypatch.setattr(skmcal.posterior, "scoring_threads", spy)
+    rng = np.random.RandomState(0)
+    X = np.vstack([rng.randn(150, 2), rng.randn(150, 2) + 5, rng.randn(150, 2) - 5])
+    y = np.full(450, -1)
+    y[[0, 150, 300]] = [0, 1, 2]
+    clf = SpectralGraphClassifier(loss, n_eigs=10).fit(X, y)
+    with threadpool_limits(limits=2, user_api="blas"):  # the pools of a plain 2-core process
+        expected = scoring_threads(None)
+        model_change(clf, X, n_instances=3, batch="topk")
+    assert expected == 2
+    assert seen and set(seen) == {expected}
