@@ -371,13 +371,21 @@ class LaplacianSolver:
         order = reverse_cuthill_mckee(self.laplacian, symmetric_mode=True).astype(np.intp)
         A = (self.laplacian + sp.diags(shift))[order][:, order].tocsr()
         candidate = np.sqrt(self.degrees[order]) + (self.degrees[order] <= 0)
-        hierarchy = pyamg.smoothed_aggregation_solver(
-            A,
-            B=candidate[:, None],
-            symmetry="hermitian",
-            max_coarse=min(MAX_COARSE, max(self.n_nodes // 8, 1)),
-            keep=False,
-        )
+        # pyamg's prolongation smoother estimates a spectral radius from numpy's
+        # global random stream: a fixed draw makes the hierarchy reproducible
+        # and leaves the caller's stream where it was.
+        state = np.random.get_state()  # noqa: NPY002 (the global stream pyamg draws from)
+        np.random.seed(0)  # noqa: NPY002
+        try:
+            hierarchy = pyamg.smoothed_aggregation_solver(
+                A,
+                B=candidate[:, None],
+                symmetry="hermitian",
+                max_coarse=min(MAX_COARSE, max(self.n_nodes // 8, 1)),
+                keep=False,
+            )
+        finally:
+            np.random.set_state(state)  # noqa: NPY002
         levels = [_smoothing_level(level, dtype) for level in hierarchy.levels[:-1]]
         coarse = hierarchy.levels[-1].A.toarray()
         # A ridge below the coarse operator's eigenvalues (about tau^2 times its
