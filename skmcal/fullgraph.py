@@ -28,7 +28,8 @@ another route: with ``G = (L + tau^2 I)^-1 P'`` (a Green's column per
 labeled node, cached by the solver for this ``tau``) the push-through
 identity gives the MAP as ``G (gamma^2 I + P G)^-1 y``, so a refit solves
 only the new nodes' columns, with one hierarchy of ``L + tau^2 I`` that
-labels never change, and a new ``gamma`` solves nothing (:func:`_fit_green`). A sparse
+labels never change, and a new ``gamma`` solves nothing (:func:`_fit_green`;
+the identity and the residual certificate: docs/math.rst). A sparse
 direct factorisation is no alternative on kNN graphs: SuperLU's factor of the
 10-NN graph of 10,000 Fashion-MNIST images has 6.9 million entries and took
 1.8 s, against 0.08 s for the hierarchy (``benchmarks/bench_fullgraph.py``).
@@ -180,7 +181,7 @@ def _pcg(apply_a, apply_m, b, x, atol, max_iter):
 
 @dataclass
 class _Hierarchy:
-    """Multigrid levels ``(A, P, R, Jacobi step)`` in the node ``order``, the coarsest level's
+    """Multigrid levels (:func:`_smoothing_level`) in the node ``order``, the coarsest level's
     Cholesky factor (a ``cho_factor`` pair, float64) or inverse (an array in ``dtype``)."""
 
     order: np.ndarray
