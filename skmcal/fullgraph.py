@@ -73,9 +73,10 @@ MAX_COARSE = 2500
 
 #: Degree of the Chebyshev smoother before and after each coarse correction
 #: (one sparse product per degree each side, as many as Jacobi sweeps): at
-#: 70,000 nodes (Fashion-MNIST, tau = 0.03) degree 2 took 9 CG iterations to
-#: 6e-10 where 2 damped Jacobi sweeps took 10.75 and degree 3 took 8, for
-#: 14% and 1% less time (``benchmarks/results/bench_fullgraph_al_fast3.md``).
+#: 70,000 nodes (Fashion-MNIST, tau = 0.03, Green's columns of 4 batches of 5
+#: nodes queried by model change) degree 2 took 9 CG iterations per batch to
+#: residual 6e-10 where 2 sweeps of Jacobi damped by 0.9 took 10.75, for 14%
+#: less time; degree 3 took 8 iterations, for 1% less.
 SMOOTHER_DEGREE = 2
 
 #: The Chebyshev smoother damps the eigenvalues of ``D^-1 A`` (``D`` the
