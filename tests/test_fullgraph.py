@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.linalg
 import scipy.sparse as sp
 
 from skmcal.fullgraph import (
+    SMOOTHER_DEGREE,
+    SMOOTHER_RATIO,
     LaplacianSolver,
+    _chebyshev_steps,
+    _smooth,
+    _vcycle,
     fit_full_graph,
     normalized_laplacian,
     solver_for,
@@ -157,6 +163,63 @@ def test_block_vcycle_is_a_symmetric_positive_definite_preconditioner():
     columns = np.column_stack([solver._precondition(R[:, [c]])[:, 0] for c in range(4)])
     np.testing.assert_allclose(block, columns, atol=roundoff * np.abs(block).max())
     np.testing.assert_allclose(block, M @ R, atol=roundoff * np.abs(block).max())
+
+
+def test_chebyshev_smoother_is_the_chebyshev_residual_polynomial():
+    """X = (I - T_k((theta I - D^-1 A) / delta) / T_k(theta / delta)) A^-1 R, and R - A X."""
+    W, _ = _graph(n=60, seed=9)
+    A = normalized_laplacian(W) + 0.01 * sp.identity(60, format="csr")
+    scale = 1.0 / A.diagonal()
+    upper = 1.8
+    steps = _chebyshev_steps(upper, np.float64)
+    lower = upper / SMOOTHER_RATIO
+    theta, delta = (upper + lower) / 2, (upper - lower) / 2
+    # T_k by its three-term recurrence on the matrix argument and on a scalar
+    argument = (theta * np.eye(60) - np.diag(scale) @ A.toarray()) / delta
+    T = [np.eye(60), argument]
+    t = [1.0, theta / delta]
+    for _ in range(SMOOTHER_DEGREE - 1):
+        T.append(2 * argument @ T[-1] - T[-2])
+        t.append(2 * (theta / delta) * t[-1] - t[-2])
+    dense = (np.eye(60) - T[SMOOTHER_DEGREE] / t[SMOOTHER_DEGREE]) @ np.linalg.inv(A.toarray())
+    rng = np.random.RandomState(0)
+    R, X0 = rng.randn(60, 3), rng.randn(60, 3)
+    for start in (None, X0):
+        X, residual = _smooth(A, scale[:, None], steps, R, None if start is None else start.copy())
+        base = np.zeros_like(R) if start is None else start
+        np.testing.assert_allclose(X, base + dense @ (R - A @ base), atol=1e-12)
+        np.testing.assert_allclose(residual, R - A @ X, atol=1e-12)
+
+
+def test_coarse_inverse_gives_the_cycle_of_the_coarse_factor():
+    """The Green's hierarchy's coarsest level by its (float32) inverse: the same V-cycle."""
+    W, _ = _graph(n=300, seed=3)
+    solver = LaplacianSolver(W)
+    shift = np.full(300, 1e-3)
+    factor, inverse = solver._hierarchy(shift), solver._hierarchy(shift, inverse=True)
+    assert isinstance(inverse.coarse, np.ndarray) and inverse.coarse.dtype == np.float32
+    dense = scipy.linalg.cho_solve(factor.coarse, np.eye(inverse.coarse.shape[0]))
+    np.testing.assert_allclose(inverse.coarse, dense, atol=1e-6 * np.abs(dense).max())
+    R = np.random.RandomState(1).randn(300, 4)
+    expected = _vcycle(factor, R)
+    roundoff = 100 * np.finfo(np.float32).eps * np.abs(expected).max()
+    np.testing.assert_allclose(_vcycle(inverse, R), expected, atol=roundoff)
+    ordered = _vcycle(inverse, R[inverse.order], ordered=True)
+    np.testing.assert_allclose(ordered, expected[inverse.order], atol=roundoff)
+
+
+def test_hierarchy_is_reproducible_and_leaves_numpy_random_alone():
+    """pyamg draws from numpy's global stream: the same hierarchy each time, the stream unmoved."""
+    W, _ = _graph(n=300, seed=3)
+    solver = LaplacianSolver(W)
+    np.random.seed(11)  # noqa: NPY002 (the global stream is what is checked)
+    expected = np.random.rand()  # noqa: NPY002
+    np.random.seed(11)  # noqa: NPY002
+    first = solver._hierarchy(np.full(300, 1e-3))
+    assert np.random.rand() == expected  # noqa: NPY002
+    second = solver._hierarchy(np.full(300, 1e-3))
+    for one, other in zip(first.levels, second.levels, strict=True):
+        np.testing.assert_array_equal(one[1].toarray(), other[1].toarray())
 
 
 def test_singular_system_with_zero_coarse_levels():
