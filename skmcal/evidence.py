@@ -54,7 +54,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._threads import with_small_algebra
 from .fitting import newton_map
-from .posterior import cholesky
+from .posterior import cho_logdet, cholesky
 
 #: The default grids of :func:`select_hyperparameters`. Bounded above in tau:
 #: a large tau swamps the graph's eigenvalues (the prior forgets the graph),
@@ -79,10 +79,6 @@ LAPLACE_GAMMAS = (0.5, 1.0, 2.0)
 _LOG_2PI = np.log(2.0 * np.pi)
 
 
-def _logdet_factor(factor):
-    return 2.0 * np.sum(np.log(np.diag(factor)))
-
-
 def _gaussian_evidence(prior, P, targets, gamma):
     Y = targets[:, None] if targets.ndim == 1 else targets
     n = P.shape[0]
@@ -93,7 +89,7 @@ def _gaussian_evidence(prior, P, targets, gamma):
     b = P.T @ Y  # (M, k)
     w = np.linalg.solve(factor, b)  # factor is lower: A^-1 = factor^-T factor^-1
     quad = np.sum(Y * Y) / g2 - np.sum(w * w) / g2**2
-    logdet = n * np.log(g2) + _logdet_factor(factor) - np.sum(np.log(prior))
+    logdet = n * np.log(g2) + cho_logdet(factor) - np.sum(np.log(prior))
     k = Y.shape[1]
     return -0.5 * quad - 0.5 * k * logdet - 0.5 * k * n * _LOG_2PI
 

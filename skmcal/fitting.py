@@ -21,6 +21,7 @@ from .losses import BinaryLoss, CrossEntropyLoss
 from .posterior import (
     RankOnePosterior,
     cho_inverse,
+    cho_logdet,
     cho_solve,
     cholesky,
     project_classes,
@@ -333,8 +334,8 @@ class NewtonMap:
 
     ``factor`` is the lower factor of the Hessian on the subspace the iterates
     live in (ce: the zero-sum subspace, ``H~``); ``problem.covariance(factor)``
-    is the Laplace covariance and ``2 sum(log(diag(factor)))`` the log
-    determinant of that Hessian, without forming the covariance.
+    is the Laplace covariance and :func:`~skmcal.posterior.cho_logdet` of it
+    the log determinant of that Hessian, without forming the covariance.
     """
 
     coef: np.ndarray
@@ -345,7 +346,7 @@ class NewtonMap:
 
     def log_det_hessian(self) -> float:
         """``log|H|`` (binary) or ``log|H~|`` (ce, on the zero-sum subspace)."""
-        return 2.0 * float(np.sum(np.log(np.diag(self.factor))))
+        return cho_logdet(self.factor)
 
 
 def newton_map(loss, prior, P, targets, gamma, *, coef_init=None, max_iter=100, tol=1e-10):

@@ -80,6 +80,11 @@ def cho_solve(factor, rhs):
     return x
 
 
+def cho_logdet(factor):
+    """``log|H|`` from the lower Cholesky factor of ``H``: ``2 sum(log(diag(factor)))``."""
+    return 2.0 * float(np.sum(np.log(np.diag(factor))))
+
+
 def cho_inverse(factor):
     """``H^-1`` (symmetric) from the lower Cholesky factor of ``H``."""
     lower, info = lapack.dpotri(factor, lower=1)
