@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import functools
 import os
-from contextlib import nullcontext
+import threading
+from contextlib import contextmanager
 from numbers import Integral
 
 from threadpoolctl import ThreadpoolController
 
 _LIMIT: dict[str, int | None] = {"blas": 1}
+# The BLAS pools' size where this thread entered its outermost small_algebra.
+_OUTSIDE = threading.local()
 
 
 def set_blas_threads(n_threads: int | None) -> int | None:
@@ -62,27 +65,43 @@ def _controller():
     return ThreadpoolController()
 
 
-def scoring_threads(n_threads: int | None) -> int:
-    """Threads that score pieces of candidates: ``n_threads``, or (None) the BLAS pool's size.
-
-    None takes the threads the BLAS libraries may use here and now (at most
-    ``os.cpu_count()``): every core in a plain process, a joblib worker's
-    share of them (joblib limits its workers' pools), one inside
-    ``threadpoolctl.threadpool_limits(1)``. Call it outside
-    :func:`small_algebra`, which limits the pools itself.
-    """
-    if n_threads is not None:
-        return max(1, int(n_threads))
+def _pool_size() -> int:
+    """The threads the BLAS libraries may use now, at most ``os.cpu_count()``."""
     cores = os.cpu_count() or 1
     pools = [lib.num_threads for lib in _controller().select(user_api="blas").lib_controllers]
     return max(1, min([cores, *pools]) if pools else cores)
 
 
+def scoring_threads(n_threads: int | None) -> int:
+    """Threads that score pieces of candidates: ``n_threads``, or (None) the BLAS pool's size.
+
+    None takes the threads the BLAS libraries may use here: every core in a
+    plain process, a joblib worker's share of them (joblib limits its
+    workers' pools), one inside ``threadpoolctl.threadpool_limits(1)``. Inside
+    :func:`small_algebra`, the size the pools had where it was entered (its
+    own limit is for the BLAS calls, not for the scoring threads).
+    """
+    if n_threads is not None:
+        return max(1, int(n_threads))
+    outside = getattr(_OUTSIDE, "size", None)
+    return _pool_size() if outside is None else outside
+
+
+@contextmanager
 def small_algebra():
     """Context manager limiting BLAS threads to the :func:`set_blas_threads` setting."""
     if _LIMIT["blas"] is None:
-        return nullcontext()
-    return _controller().limit(limits=_LIMIT["blas"], user_api="blas")
+        yield
+        return
+    outermost = getattr(_OUTSIDE, "size", None) is None
+    if outermost:
+        _OUTSIDE.size = _pool_size()
+    try:
+        with _controller().limit(limits=_LIMIT["blas"], user_api="blas"):
+            yield
+    finally:
+        if outermost:
+            _OUTSIDE.size = None
 
 
 def with_small_algebra(function):

@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ._threads import small_algebra, with_small_algebra
+from ._threads import with_small_algebra
 from .posterior import LaplacePosterior, LookAheadTerms, reduce_classes, zero_sum_basis
 
 #: Candidates are scored in pieces of about ``CE_CHUNK`` (large pieces, so
@@ -248,25 +248,24 @@ class SoftmaxPosterior(LaplacePosterior):
     def kept_for(self, nodes) -> bool:
         return self.forms is not None and self.forms.covers(nodes)
 
+    @with_small_algebra  # the coefficients too: no idle BLAS threads spinning
     def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None):
         """``formula(terms)`` per node; ``approximate``: float32 forms (kept ones if they cover)."""
         nodes = np.asarray(nodes, dtype=np.intp)
-        # the coefficients on one BLAS thread too (no idle threads spinning);
-        # not the pieces' loop: _in_pieces sizes its threads from the free pools
-        with small_algebra():
-            if approximate and self.kept_for(nodes):
-                source = "kept"
-            elif approximate:
-                source = self._form_coefficients().astype(np.float32)
-            else:
-                source = None if nodes.size <= DIRECT_MAX else self._form_coefficients()
-            weighted = None if survey is None else self._survey_weights(survey)
+        if approximate and self.kept_for(nodes):
+            source = "kept"
+        elif approximate:
+            source = self._form_coefficients().astype(np.float32)
+        else:
+            source = None if nodes.size <= DIRECT_MAX else self._form_coefficients()
+        weighted = None if survey is None else self._survey_weights(survey)
 
         def piece_values(piece):
             return formula(self._terms(piece, source, need_gain=gain, weighted=weighted))
 
         return self._in_pieces(piece_values, nodes, CE_CHUNK)
 
+    @with_small_algebra
     def prepare(self, nodes):
         """This posterior with float32 forms of ``nodes``, computed once, for greedy batches.
 
@@ -275,8 +274,7 @@ class SoftmaxPosterior(LaplacePosterior):
         recomputing them (``O(M^2 n_c^2)``).
         """
         nodes = np.unique(np.asarray(nodes, dtype=np.intp))
-        with small_algebra():  # not around _in_pieces, which sizes its threads
-            coefficients = self._form_coefficients().astype(np.float32)
+        coefficients = self._form_coefficients().astype(np.float32)
         G, G2 = self._in_pieces(
             lambda piece: self._product_forms(self.eigenvectors[piece], coefficients),
             nodes,

@@ -47,6 +47,14 @@ def test_scoring_threads_follow_the_blas_pools_unless_given():
     assert scoring_threads(None) == max(1, min([os.cpu_count() or 1, *blas]))
     with threadpool_limits(limits=1, user_api="blas"):  # e.g. a joblib worker's share
         assert scoring_threads(None) == 1
+    with threadpool_limits(limits=2, user_api="blas"):
+        outside = scoring_threads(None)
+        with small_algebra():  # its one-thread limit is for BLAS calls, not for scoring
+            assert set(_blas_threads().values()) == {1}
+            assert scoring_threads(None) == outside
+            with small_algebra():
+                assert scoring_threads(None) == outside
+    assert scoring_threads(None) == max(1, min([os.cpu_count() or 1, *blas]))
 
 
 @pytest.mark.parametrize("loss", ["mgr", "ce"])
