@@ -526,12 +526,12 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     def _select_hyperparameters(self, loss, graph, labeled_nodes, codes, n_classes, warm):
         """``(tau, gamma)``: the given values, "auto" ones by the spectral evidence.
 
-        The evidence is maximised over :data:`skmcal.evidence.DEFAULT_TAUS`
-        (those with ``tau^2`` at most the median kept eigenvalue) x
-        :data:`~skmcal.evidence.DEFAULT_GAMMAS` (``gr``/``mgr``) or
-        :data:`~skmcal.evidence.LAPLACE_GAMMAS` (the others), relative to the
-        prior's scale (the full-graph model: DEFAULT_GAMMAS as they are) (an
-        "auto" one only) at each fit, except that a warm refit of a Newton
+        The evidence is maximised, for the "auto" one(s) only, over
+        :data:`skmcal.evidence.DEFAULT_TAUS` (those with ``tau^2`` at most the
+        median kept eigenvalue) x :data:`~skmcal.evidence.DEFAULT_GAMMAS`
+        (``gr``/``mgr``) or :data:`~skmcal.evidence.LAPLACE_GAMMAS` (the
+        others), gammas relative to the prior's scale (the full-graph model:
+        DEFAULT_GAMMAS as they are), at each fit, except that a warm refit of a Newton
         loss or of the full-graph model reuses the last choice while the
         number of labels has grown by less than ``AUTO_REUSE_GROWTH`` since
         it was made (active learning
