@@ -163,7 +163,10 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         smallest eigenvectors (the paper). ``full``: the MAP over all nodes,
         no truncation: ``min_u 1/2 u'(L + tau^2 I) u + sum_j loss(u_j, y_j)``
         with sparse solves (:mod:`skmcal.fullgraph`; ``gr``/``mgr`` with small
-        ``tau`` and ``gamma`` is Laplace learning). ``poisson``: Poisson
+        ``tau`` and ``gamma`` is Laplace learning, here with a free class
+        offset along the null vector of ``L`` left out of the predictions,
+        which keeps a batch of labels of one class from taking over).
+        ``poisson``: Poisson
         learning (Calder et al. 2020; :mod:`skmcal.poisson`; binary losses
         take the difference of the two class scores). For ``full`` and
         ``poisson`` the covariance that ``posterior_cov`` and the query
@@ -235,7 +238,10 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         :data:`skmcal.evidence.DEFAULT_GAMMAS` (0.1 to 1) for ``gr``/``mgr``,
         :data:`skmcal.evidence.LAPLACE_GAMMAS` (0.5 to 2) for the others.
         ``gamma_`` is the equivalent gamma of the unscaled prior. With
-        ``model="full"``: DEFAULT_GAMMAS as they are.
+        ``model="full"`` and ``gr``/``mgr``: tau and gamma by the full
+        model's own evidence (:func:`skmcal.evidence.select_full_hyperparameters`,
+        :data:`~skmcal.evidence.FULL_TAUS` x :data:`~skmcal.evidence.FULL_GAMMAS`);
+        with the other losses, DEFAULT_GAMMAS as they are.
     max_iter : int, default=100
         Maximum Newton iterations (``logistic``, ``probit``, ``ce``; for
         ``ce`` this counts the cheap chord steps that reuse a factored
