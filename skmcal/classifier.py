@@ -23,9 +23,17 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .evidence import DEFAULT_GAMMAS, DEFAULT_TAUS, LAPLACE_GAMMAS, select_hyperparameters
+from .evidence import (
+    DEFAULT_GAMMAS,
+    DEFAULT_TAUS,
+    FULL_GAMMAS,
+    FULL_TAUS,
+    LAPLACE_GAMMAS,
+    select_full_hyperparameters,
+    select_hyperparameters,
+)
 from .fitting import fit_posterior, posterior_around
-from .fullgraph import fit_full_graph
+from .fullgraph import MAX_GREEN_BYTES, fit_full_graph, green_block, offset_direction, solver_for
 from .graph import GRAPH_CACHE, NODE_DTYPES, GraphParams, NodeSet, node_set, phase_level
 from .losses import LOSSES
 from .poisson import poisson_learning
@@ -155,7 +163,10 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         smallest eigenvectors (the paper). ``full``: the MAP over all nodes,
         no truncation: ``min_u 1/2 u'(L + tau^2 I) u + sum_j loss(u_j, y_j)``
         with sparse solves (:mod:`skmcal.fullgraph`; ``gr``/``mgr`` with small
-        ``tau`` and ``gamma`` is Laplace learning). ``poisson``: Poisson
+        ``tau`` and ``gamma`` is Laplace learning, here with a free class
+        offset along the null vector of ``L`` left out of the predictions,
+        which keeps a batch of labels of one class from taking over).
+        ``poisson``: Poisson
         learning (Calder et al. 2020; :mod:`skmcal.poisson`; binary losses
         take the difference of the two class scores). For ``full`` and
         ``poisson`` the covariance that ``posterior_cov`` and the query
@@ -227,7 +238,10 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         :data:`skmcal.evidence.DEFAULT_GAMMAS` (0.1 to 1) for ``gr``/``mgr``,
         :data:`skmcal.evidence.LAPLACE_GAMMAS` (0.5 to 2) for the others.
         ``gamma_`` is the equivalent gamma of the unscaled prior. With
-        ``model="full"``: DEFAULT_GAMMAS as they are.
+        ``model="full"`` and ``gr``/``mgr``: tau and gamma by the full
+        model's own evidence (:func:`skmcal.evidence.select_full_hyperparameters`,
+        :data:`~skmcal.evidence.FULL_TAUS` x :data:`~skmcal.evidence.FULL_GAMMAS`);
+        with the other losses, DEFAULT_GAMMAS as they are.
     max_iter : int, default=100
         Maximum Newton iterations (``logistic``, ``probit``, ``ce``; for
         ``ce`` this counts the cheap chord steps that reuse a factored
@@ -524,7 +538,14 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         return tau, gamma
 
     def _select_hyperparameters(self, loss, graph, labeled_nodes, codes, n_classes, warm):
-        """``(tau, gamma)``: the given values, "auto" ones by the spectral evidence.
+        """``(tau, gamma)``: the given values, "auto" ones by the evidence.
+
+        ``model="full"`` with ``gr``/``mgr``: the full model's own evidence
+        (:func:`skmcal.evidence.select_full_hyperparameters` over
+        :data:`~skmcal.evidence.FULL_TAUS` x :data:`~skmcal.evidence.FULL_GAMMAS`)
+        while the Green's columns of the labeled nodes at every tau fit in
+        :data:`skmcal.fullgraph.MAX_GREEN_BYTES`; beyond, a warm refit keeps
+        the last choice. Otherwise the spectral evidence:
 
         The evidence is maximised, for the "auto" one(s) only, over
         :data:`skmcal.evidence.DEFAULT_TAUS` (those with ``tau^2`` at most the
@@ -547,6 +568,24 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         last = getattr(self, "_auto_choice", None) if reuse else None
         if last is not None and n_labeled < AUTO_REUSE_GROWTH * last[0]:
             return last[1], last[2]
+        if self.model == "full" and loss.closed_form:
+            solver = solver_for(graph.weights)
+            taus = FULL_TAUS if tau is None else (tau,)
+            nodes = np.unique(labeled_nodes)
+            if sum(solver.green_bytes(t**2, nodes) for t in taus) <= MAX_GREEN_BYTES:
+                tau, gamma, _ = select_full_hyperparameters(
+                    lambda t: green_block(
+                        graph.weights, labeled_nodes, t, tol=self.tol, solver=solver
+                    ),
+                    loss.encode(codes, n_classes),
+                    taus,
+                    FULL_GAMMAS if gamma is None else (gamma,),
+                    offset=offset_direction(graph.weights, labeled_nodes, solver=solver),
+                )
+                self._auto_choice = (n_labeled, tau, gamma)
+                return tau, gamma
+            if last is not None:
+                return last[1], last[2]
         # tau^2 above most kept eigenvalues flattens the prior over them (the
         # smoothness is gone); with few labels the evidence can prefer it all
         # the same (two moons, 6 labels, mgr: tau=1 and 65% accuracy).
@@ -554,7 +593,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         taus = [t for t in DEFAULT_TAUS if t**2 <= cap] or DEFAULT_TAUS[:1]
         # "auto" gammas are relative to the spectral prior's scale (see
         # select_hyperparameters). The full-graph prior keeps the paper's scale
-        # and grid: its node variance, summed over all N modes, does not fall with N.
+        # and grid (Newton losses, or gr/mgr whose Green's columns would not fit):
+        # its node variance, summed over all N modes, does not fall with N.
         relative = gamma is None and self.model != "full"
         if gamma is not None:
             gammas = (gamma,)
@@ -769,7 +809,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             solution = fit_full_graph(
                 loss, graph.weights, labeled_nodes, targets, tau, gamma,
                 init=None if previous is None else previous.base,
-                tol=self.tol, max_iter=self.max_iter,
+                tol=self.tol, max_iter=self.max_iter, free_offset=loss.closed_form,
             )  # fmt: skip
             latent, n_iter, converged = solution.latent, solution.n_iter, solution.converged
         return posterior_around(

@@ -41,6 +41,7 @@ BLAS spinning on a busy machine made it 100x slower.
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ import pyamg
 import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
+from sklearn.exceptions import ConvergenceWarning
 
 from ._threads import with_small_algebra
 from .fitting import ce_hessian
@@ -335,7 +337,7 @@ class LaplacianSolver:
         self._nodes = np.empty(0, dtype=np.intp)
         self._columns = np.empty((W.shape[0], 0))
         self._small = None
-        self._green = None
+        self._greens = OrderedDict()  # tau2 -> _GreenColumns, least recently used first
 
     @property
     def n_nodes(self) -> int:
@@ -448,26 +450,30 @@ class LaplacianSolver:
 
     def n_green_missing(self, tau2, nodes) -> int:
         """How many of ``nodes`` have no cached Green's column for this ``tau2``."""
-        if self._green is None or self._green.tau2 != tau2:
+        green = self._greens.get(tau2)
+        if green is None:
             return len(nodes)
-        return int(np.count_nonzero(~self._green.has(nodes)))
+        return int(np.count_nonzero(~green.has(nodes)))
 
     def green_bytes(self, tau2, nodes) -> int:
-        """Bytes the Green's columns would take once ``nodes`` have theirs."""
-        kept = 0 if self._green is None or self._green.tau2 != tau2 else self._green.n_columns
+        """Bytes the Green's columns of this ``tau2`` would take once ``nodes`` have theirs."""
+        green = self._greens.get(tau2)
+        kept = 0 if green is None else green.n_columns
         return 8 * self.n_nodes * (kept + self.n_green_missing(tau2, nodes))
 
     def green_solve(self, tau2, nodes, atol, max_iter=1000):
         """Make the Green's columns ``g_i = (L + tau2 I)^-1 e_i`` of ``nodes`` meet ``atol``.
 
-        The columns are cached for this ``tau2`` (a new one drops them), each
-        with the residual norm ``||e_i - (L + tau2 I) g_i||`` it reached;
-        columns missing or above their ``atol`` are solved (refined from the
-        cached value) by conjugate gradients with a hierarchy of
-        ``L + tau2 I`` built once per ``tau2``: labels never change it. The
-        columns are solved and kept in the hierarchy's node order, so that no
-        iteration permutes them (5 columns at 70,000 nodes: 47 to 37 ms per
-        iteration with the products of ``L`` in that order too).
+        The columns are cached per ``tau2``, each with the residual norm
+        ``||e_i - (L + tau2 I) g_i||`` it reached; columns missing or above
+        their ``atol`` are solved (refined from the cached value) by conjugate
+        gradients with a hierarchy of ``L + tau2 I`` built once per ``tau2``:
+        labels never change it. The columns are solved and kept in the
+        hierarchy's node order, so that no iteration permutes them (5 columns
+        at 70,000 nodes: 47 to 37 ms per iteration with the products of ``L``
+        in that order too). Several shifts are kept (the evidence of
+        :func:`green_block` compares a few ``tau``), the least recently used
+        dropped first while they take more than :data:`MAX_GREEN_BYTES`.
 
         Parameters
         ----------
@@ -486,12 +492,13 @@ class LaplacianSolver:
             CG iterations, summed over the columns solved.
         converged : bool
         """
-        green = self._green
-        if green is None or green.tau2 != tau2:
+        green = self._greens.get(tau2)
+        if green is None:
             hierarchy = self._hierarchy(np.full(self.n_nodes, tau2), inverse=True)
             order = hierarchy.order
             operator = (self.laplacian + tau2 * sp.identity(self.n_nodes))[order][:, order]
-            green = self._green = _GreenColumns(tau2, hierarchy, operator.tocsr())
+            green = self._greens[tau2] = _GreenColumns(tau2, hierarchy, operator.tocsr())
+        self._greens.move_to_end(tau2)
         known = green.has(nodes)
         residual = np.full(len(nodes), np.inf)
         residual[known] = green.residuals(nodes[known])
@@ -510,19 +517,26 @@ class LaplacianSolver:
             unit, x, atol[todo], max_iter,
         )  # fmt: skip
         green.store(nodes[todo], x, norms)
+        while (
+            len(self._greens) > 1
+            and 8 * self.n_nodes * sum(g.n_columns for g in self._greens.values()) > MAX_GREEN_BYTES
+        ):
+            self._greens.popitem(last=False)
         return total, converged
 
-    def green_residuals(self, nodes):
-        """Residual norms of the cached Green's columns of ``nodes``."""
-        return self._green.residuals(nodes)
+    def green_residuals(self, tau2, nodes):
+        """Residual norms of the cached Green's columns of ``nodes`` for ``tau2``."""
+        return self._greens[tau2].residuals(nodes)
 
-    def green_rows(self, rows, nodes):
-        """``G[rows][:, nodes]``: entries of the cached Green's columns of ``nodes``."""
-        return self._green.columns(nodes, self._green.position[rows])
+    def green_rows(self, tau2, rows, nodes):
+        """``G[rows][:, nodes]`` from the cached Green's columns of ``nodes`` for ``tau2``."""
+        green = self._greens[tau2]
+        return green.columns(nodes, green.position[rows])
 
-    def green_combine(self, nodes, coef):
-        """``G[:, nodes] @ coef`` from the cached Green's columns of ``nodes``."""
-        return self._green.combine(nodes, coef)[self._green.position]
+    def green_combine(self, tau2, nodes, coef):
+        """``G[:, nodes] @ coef`` from the cached Green's columns of ``nodes`` for ``tau2``."""
+        green = self._greens[tau2]
+        return green.combine(nodes, coef)[green.position]
 
     def solve(self, shift, rhs, *, x0=None, atol, max_iter=1000, project=None):
         """Solve ``(L + diag(shift)) X = rhs`` column by column.
@@ -651,6 +665,74 @@ def solver_for(weights) -> LaplacianSolver:
     return solver
 
 
+def offset_direction(weights, labeled, *, solver: LaplacianSolver | None = None) -> np.ndarray:
+    """The entries of ``D^1/2 1``, the null vector of ``L``, at the ``labeled`` nodes.
+
+    The direction of the class offset of the full-graph Gaussian model
+    (:func:`skmcal.evidence.full_log_evidence`, ``free_offset`` of
+    :func:`fit_full_graph`): ``sqrt`` of each labeled node's degree.
+    """
+    solver = solver_for(weights) if solver is None else solver
+    return np.sqrt(solver.degrees[np.asarray(labeled, dtype=np.intp)])
+
+
+@with_small_algebra
+def green_block(
+    weights, labeled, tau: float, *, tol: float = DEFAULT_TOL, solver: LaplacianSolver | None = None
+) -> np.ndarray:
+    """``K = P (L + tau^2 I)^-1 P'``: the Green's function at the labeled nodes.
+
+    The Green's columns of the labeled nodes (:meth:`LaplacianSolver.green_solve`,
+    cached per ``tau`` and shared with the fits) solved to residual norm
+    ``tol`` each (the columns of the unit vectors), their rows at those nodes
+    symmetrised. What :func:`skmcal.evidence.full_log_evidence` takes.
+
+    Parameters
+    ----------
+    weights : sparse matrix of shape (n_nodes, n_nodes)
+        Symmetric affinity ``W``.
+    labeled : ndarray of shape (n_labeled,)
+        Node of each label (a node may repeat).
+    tau : float
+        Positive prior shift.
+    tol : float, default=1e-8
+        Residual norm of each Green's column.
+    solver : LaplacianSolver or None
+        As :func:`fit_full_graph`.
+
+    Returns
+    -------
+    ndarray of shape (n_labeled, n_labeled)
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> W = sp.diags([np.ones(3), np.ones(3)], [-1, 1], shape=(4, 4)).tocsr()
+    >>> np.round(green_block(W, np.array([0, 3]), tau=1.0), 3)
+    array([[0.578, 0.022],
+           [0.022, 0.578]])
+    """
+    solver = solver_for(weights) if solver is None else solver
+    labeled = np.asarray(labeled)
+    if labeled.ndim != 1 or labeled.dtype.kind not in "iu" or labeled.size == 0:
+        raise ValueError(f"labeled must be a non-empty 1-D array of node indices; got {labeled!r}.")
+    if labeled.min() < 0 or labeled.max() >= solver.n_nodes:
+        raise ValueError(f"labeled holds node indices outside [0, {solver.n_nodes}).")
+    if not (np.isscalar(tau) and np.isfinite(tau) and tau > 0):
+        raise ValueError(f"tau must be a positive finite float; got {tau!r}.")
+    nodes, inverse = np.unique(labeled, return_inverse=True)
+    _, converged = solver.green_solve(tau**2, nodes, np.full(nodes.size, tol))
+    if not converged:
+        warnings.warn(
+            f"The Green's columns at tau={tau!r} did not reach the residual {tol!r}.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    K = solver.green_rows(tau**2, nodes, nodes)
+    K = 0.5 * (K + K.T)
+    return K[np.ix_(inverse, inverse)]
+
+
 @dataclass
 class FullGraphFit:
     """The MAP of a loss over all nodes.
@@ -757,6 +839,7 @@ def fit_full_graph(
     tol: float = DEFAULT_TOL,
     max_iter: int = 50,
     solver: LaplacianSolver | None = None,
+    free_offset: bool = False,
 ) -> FullGraphFit:
     """MAP of ``loss`` over all nodes of the graph of ``weights`` (no truncation).
 
@@ -786,6 +869,17 @@ def fit_full_graph(
     solver : LaplacianSolver or None
         The solver state of this graph; None takes :func:`solver_for`
         ``(weights)``, shared between fits on the same matrix.
+    free_offset : bool, default=False
+        ``gr`` / ``mgr`` only: fit the targets less their projection on
+        :func:`offset_direction` (the labeled nodes' entries of ``D^1/2 1``,
+        the null vector of ``L``), the class offset of
+        :func:`skmcal.evidence.full_log_evidence` left out of the latent
+        values. Without it, the part of every Green's column along that
+        vector (about ``1 / (N tau^2)`` at each node) adds to each class a
+        constant that grows with its share of the labels, and a batch of
+        labels of one class makes it the prediction far from every label
+        (Laplace learning's degeneracy at low label rates, which Poisson
+        learning's centred sources avoid the same way).
 
     Returns
     -------
@@ -804,6 +898,15 @@ def fit_full_graph(
     solver = solver_for(weights) if solver is None else solver
     labeled, targets, init = _check_inputs(loss, solver, labeled, targets, tau, gamma, init)
     P = _selector(labeled, solver.n_nodes)
+    if free_offset:
+        if not loss.closed_form:
+            raise ValueError(
+                f"free_offset=True takes the losses 'gr' and 'mgr'; got {loss.name!r}."
+            )
+        w = np.sqrt(solver.degrees[labeled])
+        if np.any(w):
+            w = w if targets.ndim == 1 else w[:, None]
+            targets = targets - w * np.sum(w * targets, axis=0) / np.sum(w * w)
     if loss.closed_form:
         return _fit_gaussian(solver, labeled, P, targets, tau, gamma, init, tol)
     if isinstance(loss, MulticlassLoss):
@@ -896,13 +999,13 @@ def _fit_green(solver, labeled, Y, tau, gamma, tol):
     for _ in range(_GREEN_PASSES):
         cg, ok = solver.green_solve(tau**2, nodes, atol)
         n_cg, converged = n_cg + cg, converged and ok
-        K = solver.green_rows(nodes, nodes)[np.ix_(inverse, inverse)]
+        K = solver.green_rows(tau**2, nodes, nodes)[np.ix_(inverse, inverse)]
         K[np.diag_indices_from(K)] += gamma**2
         C = scipy.linalg.solve(K, Y, check_finite=False)
         node_c = np.zeros_like(node_y)
         np.add.at(node_c, inverse, C)
-        U = solver.green_combine(nodes, node_c)
-        residuals = solver.green_residuals(nodes)
+        U = solver.green_combine(tau**2, nodes, node_c)
+        residuals = solver.green_residuals(tau**2, nodes)
         bound = np.linalg.norm(residuals) * np.linalg.norm(node_c, 2)
         if bound <= budget or not converged:
             break

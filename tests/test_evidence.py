@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from skmcal.evidence import log_evidence, prior_scale, select_hyperparameters
+from skmcal.evidence import (
+    full_log_evidence,
+    log_evidence,
+    prior_scale,
+    select_full_hyperparameters,
+    select_hyperparameters,
+)
 from skmcal.fitting import fit_posterior
 from skmcal.losses import LOSSES
 
@@ -184,3 +190,99 @@ def test_errors(kwargs, match):
         select_hyperparameters(
             LOSSES["ce"], eigenvalues, args["P"], args["targets"], args["taus"], args["gammas"]
         )
+
+
+# ------------------------------------------------------ the full-graph evidence
+def _full_problem(n_labeled=9, seed=2):
+    """Dense ``(L + tau^2 I)^-1`` of a small plane kNN graph, labels and the offset direction."""
+    from _oracle import dense_laplacian, plane_knn_graph
+
+    W, _ = plane_knn_graph(30, seed)
+    rng = np.random.RandomState(seed)
+    labeled = rng.choice(30, n_labeled, replace=False)
+    codes = np.arange(n_labeled) % N_CLASSES
+    degrees = W.sum(axis=1)
+    return dense_laplacian(W), labeled, codes, np.sqrt(degrees[labeled])
+
+
+def _dense_full_evidence(K, Y, gamma, offset):
+    """Brute force: the density of the contrasts orthogonal to ``offset`` (all of ``Y``
+    without one) under ``N(0, s B'(K + gamma^2 I)B)``, maximised over ``s`` numerically."""
+    from scipy.linalg import null_space
+    from scipy.optimize import minimize_scalar
+
+    n = K.shape[0]
+    B = np.eye(n) if offset is None else null_space(offset[None, :])
+    S = B.T @ (K + gamma**2 * np.eye(n)) @ B
+    Z = B.T @ Y
+
+    def minus(log_s):
+        dist = multivariate_normal(np.zeros(B.shape[1]), np.exp(log_s) * S)
+        return -sum(dist.logpdf(Z[:, c]) for c in range(Y.shape[1]))
+
+    best = minimize_scalar(minus, bounds=(-30.0, 30.0), method="bounded",
+                           options={"xatol": 1e-12})  # fmt: skip
+    return -best.fun
+
+
+@pytest.mark.parametrize("name", ["gr", "mgr"])
+@pytest.mark.parametrize("with_offset", [False, True])
+@pytest.mark.parametrize(("tau", "gamma"), [(0.01, 0.1), (0.3, 1.0)])
+def test_full_evidence_matches_dense_restricted_likelihood(name, with_offset, tau, gamma):
+    loss = LOSSES[name]
+    L, labeled, codes, w = _full_problem()
+    K = np.linalg.inv(L + tau**2 * np.eye(L.shape[0]))[np.ix_(labeled, labeled)]
+    targets = _targets(loss, codes)
+    offset = w if with_offset else None
+    got = full_log_evidence(K, targets, gamma, offset=offset)
+    expected = _dense_full_evidence(K, targets.reshape(len(labeled), -1), gamma, offset)
+    assert got == pytest.approx(expected, rel=1e-8)
+
+
+def test_full_evidence_ignores_the_offset_of_the_labels():
+    """With an offset, labels shifted along it have the same evidence; the amplitude is free:
+    scaled labels change it by the Jacobian only (-k (n - 1) log c)."""
+    L, labeled, codes, w = _full_problem()
+    K = np.linalg.inv(L + 0.01 * np.eye(L.shape[0]))[np.ix_(labeled, labeled)]
+    Y = np.eye(N_CLASSES)[codes]
+    base = full_log_evidence(K, Y, 0.2, offset=w)
+    shifted = Y + np.outer(w, [0.3, -1.0, 2.0])
+    assert full_log_evidence(K, shifted, 0.2, offset=w) == pytest.approx(base, rel=1e-10)
+    n, k = Y.shape
+    assert full_log_evidence(K, 3.0 * Y, 0.2, offset=w) == pytest.approx(
+        base - k * (n - 1) * np.log(3.0), rel=1e-10
+    )
+
+
+def test_select_full_hyperparameters_takes_the_grid_maximum():
+    L, labeled, codes, w = _full_problem()
+    Y = np.eye(N_CLASSES)[codes]
+    taus, gammas = (0.01, 0.1, 0.5), (0.05, 0.2, 1.0)
+
+    def block(tau):
+        return np.linalg.inv(L + tau**2 * np.eye(L.shape[0]))[np.ix_(labeled, labeled)]
+
+    tau, gamma, table = select_full_hyperparameters(block, Y, taus, gammas, offset=w)
+    expected = np.array(
+        [[_dense_full_evidence(block(t), Y, g, w) for g in gammas] for t in taus]
+    )
+    np.testing.assert_allclose(table, expected, rtol=1e-8)
+    i, j = np.unravel_index(np.argmax(expected), expected.shape)
+    assert (tau, gamma) == (taus[i], gammas[j])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"K": np.eye(3), "targets": np.ones(2)}, "K must be square"),
+        ({"offset": np.zeros(3)}, "offset must be a non-zero vector"),
+        ({"offset": np.ones(2)}, "offset must be a non-zero vector"),
+        ({"gamma": 0.0}, "gamma must be a positive finite float"),
+    ],
+)
+def test_full_evidence_errors(kwargs, match):
+    args = {"K": np.eye(3), "targets": np.array([1.0, -1.0, 1.0]), "gamma": 0.1, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        full_log_evidence(**args)
+    with pytest.raises(ValueError, match="taus must be a non-empty grid"):
+        select_full_hyperparameters(lambda t: np.eye(3), np.ones(3), taus=(), gammas=(0.1,))

@@ -19,6 +19,7 @@ from skmcal.fullgraph import (
     _smooth,
     _vcycle,
     fit_full_graph,
+    green_block,
     normalized_laplacian,
     solver_for,
     spectral_hessian,
@@ -319,10 +320,10 @@ def test_green_columns_are_columns_of_the_inverse():
     inverse = np.linalg.inv(normalized_laplacian(W).toarray() + 0.01 * np.eye(200))
     assert converged
     columns = inverse[:, nodes]
-    np.testing.assert_allclose(solver.green_rows(np.arange(200), nodes), columns, atol=1e-9)
+    np.testing.assert_allclose(solver.green_rows(0.01, np.arange(200), nodes), columns, atol=1e-9)
     coef = np.random.RandomState(0).randn(3, 2)
-    np.testing.assert_allclose(solver.green_combine(nodes, coef), columns @ coef, atol=1e-9)
-    assert np.all(solver.green_residuals(nodes) <= 1e-11)
+    np.testing.assert_allclose(solver.green_combine(0.01, nodes, coef), columns @ coef, atol=1e-9)
+    assert np.all(solver.green_residuals(0.01, nodes) <= 1e-11)
     assert solver.green_solve(0.01, nodes, np.full(3, 1e-11)) == (0, True)  # cached
 
 
@@ -412,13 +413,21 @@ def test_spectral_hessian_at_the_full_graph_map(name):
     np.testing.assert_allclose(got, expected, atol=1e-10)
 
 
-def test_classifier_full_refits_reuse_the_auto_choice(evidence_selections):
+def test_classifier_full_refits_reuse_the_auto_choice(monkeypatch):
     """model="full": a warm refit keeps (tau, gamma) until the labels grow by a quarter."""
     from sklearn.datasets import make_moons
 
+    import skmcal.classifier as module
     from skmcal import SpectralGraphClassifier
 
-    calls = evidence_selections
+    calls = []
+    select = module.select_full_hyperparameters
+
+    def counting(block, targets, *args, **kwargs):
+        calls.append(targets.shape[0])
+        return select(block, targets, *args, **kwargs)
+
+    monkeypatch.setattr(module, "select_full_hyperparameters", counting)
     X, y_true = make_moons(200, noise=0.05, random_state=0)
     order = np.random.RandomState(0).permutation(200)
     clf = SpectralGraphClassifier("mgr", model="full", n_eigs=20)
@@ -433,3 +442,87 @@ def test_classifier_full_refits_reuse_the_auto_choice(evidence_selections):
     np.testing.assert_allclose(
         clf.posterior_.base, cold.posterior_.base, atol=1e-5 * np.abs(cold.posterior_.base).max()
     )
+
+def _dense_green(W, tau):
+    return np.linalg.inv(dense_laplacian(W) + tau**2 * np.eye(W.shape[0]))
+
+
+def test_green_block_is_the_labeled_block_of_the_inverse():
+    """K at two taus (both kept: switching back solves nothing), a node labeled twice."""
+    W, _ = _graph(n=200, seed=9)
+    solver = LaplacianSolver(W)
+    labeled = np.array([5, 17, 5, 120, 199])
+    for tau in (0.03, 0.2):
+        K = green_block(W, labeled, tau, tol=1e-12, solver=solver)
+        np.testing.assert_allclose(K, _dense_green(W, tau)[np.ix_(labeled, labeled)], atol=1e-10)
+    setups = solver.n_setups
+    assert solver.green_solve(0.03**2, np.unique(labeled), np.full(4, 1e-12)) == (0, True)
+    assert solver.n_setups == setups == 2
+
+
+def test_green_columns_of_old_taus_are_dropped_beyond_the_byte_budget(monkeypatch):
+    import skmcal.fullgraph as module
+
+    W, _ = _graph(n=100, seed=10)
+    monkeypatch.setattr(module, "MAX_GREEN_BYTES", 8 * 100 * 5)  # five columns
+    solver = LaplacianSolver(W)
+    nodes = np.array([1, 2, 3])
+    for tau2 in (0.01, 0.04):
+        solver.green_solve(tau2, nodes, np.full(3, 1e-10))
+    assert solver.n_green_missing(0.01, nodes) == 3  # the older shift went
+    assert solver.n_green_missing(0.04, nodes) == 0
+
+
+@pytest.mark.parametrize("name", ["gr", "mgr"])
+@pytest.mark.parametrize("n_labeled", [6, 30])  # Green's columns; a direct solve
+def test_free_offset_fits_the_labels_less_their_offset(name, n_labeled):
+    """free_offset: the dense MAP of the targets less their projection on sqrt(degrees)."""
+    loss = LOSSES[name]
+    W, _ = _graph(n=120, seed=11)
+    rng = np.random.RandomState(12)
+    labeled = rng.choice(120, n_labeled, replace=False)
+    codes = np.arange(n_labeled) % N_CLASSES
+    targets = _targets(loss, codes)
+    fit = fit_full_graph(loss, W, labeled, targets, 0.05, 0.2, tol=1e-13, free_offset=True,
+                         solver=LaplacianSolver(W))  # fmt: skip
+    w = np.sqrt(np.asarray(W.sum(axis=1)).ravel()[labeled])
+    Y = targets.reshape(n_labeled, -1)
+    centred = Y - np.outer(w, w @ Y) / (w @ w)
+    expected = _dense_gaussian_map(W, labeled, centred.reshape(targets.shape), 0.05, 0.2)
+    np.testing.assert_allclose(fit.latent, expected, atol=1e-9 * np.abs(expected).max())
+    with pytest.raises(ValueError, match="free_offset=True takes the losses 'gr' and 'mgr'"):
+        fit_full_graph(LOSSES["ce"], W, labeled, np.eye(N_CLASSES)[codes], 0.05, 0.2,
+                       free_offset=True)  # fmt: skip
+
+
+@pytest.mark.parametrize("loss", ["gr", "mgr"])
+def test_classifier_full_choice_is_the_dense_evidence_maximum(loss):
+    """model="full", tau/gamma "auto": the grid maximum of the evidence of dense Green's blocks."""
+    from sklearn.datasets import make_blobs
+
+    from skmcal import SpectralGraphClassifier
+    from skmcal.evidence import FULL_GAMMAS, FULL_TAUS
+
+    n_classes = 2 if loss == "gr" else 3
+    X, y_true = make_blobs(150, centers=n_classes, cluster_std=2.5, random_state=3)
+    y = np.full(150, -1)
+    labeled = np.random.RandomState(4).choice(150, 12, replace=False)
+    y[labeled] = y_true[labeled]
+    clf = SpectralGraphClassifier(loss, model="full", n_eigs=20).fit(X, y)
+    W = clf.graph_.weights
+    w = np.sqrt(np.asarray(W.sum(axis=1)).ravel()[labeled])
+    Y = np.eye(n_classes)[y_true[labeled]] if loss == "mgr" else 2.0 * y_true[labeled] - 1.0
+    Y = Y.reshape(12, -1)
+    table = {}
+    for tau in FULL_TAUS:
+        K = _dense_green(W, tau)[np.ix_(labeled, labeled)]
+        for gamma in FULL_GAMMAS:  # the restricted likelihood, amplitude profiled
+            S = K + gamma**2 * np.eye(12)
+            B = scipy.linalg.null_space(w[None, :])
+            quad = np.trace(Y.T @ B @ np.linalg.solve(B.T @ S @ B, B.T @ Y))
+            dof = Y.shape[1] * 11
+            table[tau, gamma] = -0.5 * dof * np.log(quad / dof) - 0.5 * Y.shape[
+                1
+            ] * np.linalg.slogdet(B.T @ S @ B)[1]
+    assert (clf.tau_, clf.gamma_) == max(table, key=table.get)
+    np.testing.assert_array_equal(np.sort(clf.labeled_nodes_), np.sort(labeled))
