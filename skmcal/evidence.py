@@ -233,6 +233,16 @@ def prior_scale(eigenvalues, tau: float, n_nodes: int) -> float:
     return float(n_nodes / np.sum(1.0 / (np.asarray(eigenvalues, dtype=float) + tau**2)))
 
 
+def _check_grid(taus, gammas):
+    """The grids as flat float arrays, every value positive and finite."""
+    taus = np.asarray(taus, dtype=float).ravel()
+    gammas = np.asarray(gammas, dtype=float).ravel()
+    for name, grid in (("taus", taus), ("gammas", gammas)):
+        if grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
+            raise ValueError(f"{name} must be a non-empty grid of positive floats; got {grid}.")
+    return taus, gammas
+
+
 @with_small_algebra
 def select_hyperparameters(
     loss, eigenvalues, P, targets, taus=DEFAULT_TAUS, gammas=DEFAULT_GAMMAS, n_nodes=None
@@ -279,11 +289,7 @@ def select_hyperparameters(
     (3, 4)
     """
     eigenvalues, P, targets = _check(loss, eigenvalues, P, targets)
-    taus = np.asarray(taus, dtype=float).ravel()
-    gammas = np.asarray(gammas, dtype=float).ravel()
-    for name, grid in (("taus", taus), ("gammas", gammas)):
-        if grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
-            raise ValueError(f"{name} must be a non-empty grid of positive floats; got {grid}.")
+    taus, gammas = _check_grid(taus, gammas)
     table = np.full((taus.size, gammas.size), -np.inf)
     scales = np.ones(taus.size)
     for i, tau in enumerate(taus):
@@ -447,11 +453,7 @@ def select_full_hyperparameters(
     >>> table.shape
     (3, 4)
     """
-    taus = np.asarray(taus, dtype=float).ravel()
-    gammas = np.asarray(gammas, dtype=float).ravel()
-    for name, grid in (("taus", taus), ("gammas", gammas)):
-        if grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
-            raise ValueError(f"{name} must be a non-empty grid of positive floats; got {grid}.")
+    taus, gammas = _check_grid(taus, gammas)
     table = np.empty((taus.size, gammas.size))
     for i, tau in enumerate(taus):
         K, Y, w = _check_full(green_block(float(tau)), targets, offset)

@@ -54,6 +54,7 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 from sklearn.exceptions import ConvergenceWarning
 
 from ._threads import with_small_algebra
+from .evidence import _check_positive
 from .fitting import ce_hessian
 from .losses import BinaryLoss, CrossEntropyLoss, MulticlassLoss
 from .posterior import zero_sum_basis
@@ -665,6 +666,17 @@ def solver_for(weights) -> LaplacianSolver:
     return solver
 
 
+def _check_labeled(labeled, n_nodes, *, empty=True):
+    """``labeled`` as node indices (``np.intp``) of a graph of ``n_nodes`` nodes."""
+    labeled = np.asarray(labeled)
+    if labeled.ndim != 1 or labeled.dtype.kind not in "iu" or (not empty and labeled.size == 0):
+        what = "a 1-D array" if empty else "a non-empty 1-D array"
+        raise ValueError(f"labeled must be {what} of node indices; got {labeled!r}.")
+    if labeled.size and (labeled.min() < 0 or labeled.max() >= n_nodes):
+        raise ValueError(f"labeled holds node indices outside [0, {n_nodes}).")
+    return labeled.astype(np.intp)
+
+
 def offset_direction(weights, labeled, *, solver: LaplacianSolver | None = None) -> np.ndarray:
     """The entries of ``D^1/2 1``, the null vector of ``L``, at the ``labeled`` nodes.
 
@@ -713,13 +725,8 @@ def green_block(
            [0.022, 0.578]])
     """
     solver = solver_for(weights) if solver is None else solver
-    labeled = np.asarray(labeled)
-    if labeled.ndim != 1 or labeled.dtype.kind not in "iu" or labeled.size == 0:
-        raise ValueError(f"labeled must be a non-empty 1-D array of node indices; got {labeled!r}.")
-    if labeled.min() < 0 or labeled.max() >= solver.n_nodes:
-        raise ValueError(f"labeled holds node indices outside [0, {solver.n_nodes}).")
-    if not (np.isscalar(tau) and np.isfinite(tau) and tau > 0):
-        raise ValueError(f"tau must be a positive finite float; got {tau!r}.")
+    labeled = _check_labeled(labeled, solver.n_nodes, empty=False)
+    _check_positive("tau", tau)
     nodes, inverse = np.unique(labeled, return_inverse=True)
     _, converged = solver.green_solve(tau**2, nodes, np.full(nodes.size, tol))
     if not converged:
@@ -801,12 +808,8 @@ def _selector(labeled, n_nodes):
 
 
 def _check_inputs(loss, solver, labeled, targets, tau, gamma, init):
-    labeled = np.asarray(labeled)
-    if labeled.ndim != 1 or labeled.dtype.kind not in "iu":
-        raise ValueError(f"labeled must be a 1-D array of node indices; got {labeled!r}.")
+    labeled = _check_labeled(labeled, solver.n_nodes)
     n_nodes = solver.n_nodes
-    if labeled.size and (labeled.min() < 0 or labeled.max() >= n_nodes):
-        raise ValueError(f"labeled holds node indices outside [0, {n_nodes}).")
     targets = np.asarray(targets, dtype=float)
     expected = (labeled.size,) if not loss.multiclass else (labeled.size, targets.shape[-1])
     if targets.shape != expected or (loss.multiclass and targets.ndim != 2):
@@ -815,15 +818,14 @@ def _check_inputs(loss, solver, labeled, targets, tau, gamma, init):
             f"{'one-hot row' if loss.multiclass else 'label in {-1, +1}'} per labeled "
             f"node); got {targets.shape}."
         )
-    for name, value in (("tau", tau), ("gamma", gamma)):
-        if not (np.isscalar(value) and np.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a positive finite float; got {value!r}.")
+    _check_positive("tau", tau)
+    _check_positive("gamma", gamma)
     shape = (n_nodes,) if not loss.multiclass else (n_nodes, targets.shape[1])
     if init is not None:
         init = np.asarray(init, dtype=float)
         if init.shape != shape:
             raise ValueError(f"init must have shape {shape} (the latent values); got {init.shape}.")
-    return labeled.astype(np.intp), targets, init
+    return labeled, targets, init
 
 
 @with_small_algebra
@@ -903,7 +905,7 @@ def fit_full_graph(
             raise ValueError(
                 f"free_offset=True takes the losses 'gr' and 'mgr'; got {loss.name!r}."
             )
-        w = np.sqrt(solver.degrees[labeled])
+        w = offset_direction(weights, labeled, solver=solver)
         if np.any(w):
             w = w if targets.ndim == 1 else w[:, None]
             targets = targets - w * np.sum(w * targets, axis=0) / np.sum(w * w)
