@@ -159,6 +159,7 @@ def al_iterations(n, X, y, args):
     tight = fit_full_graph(
         LOSSES["mgr"], clf.graph_.weights, clf.labeled_nodes_, np.eye(10)[y[nodes]],
         clf.tau_, clf.gamma_, tol=1e-13, solver=LaplacianSolver(clf.graph_.weights),
+        free_offset=True,
     ).latent  # fmt: skip
     got = clf.posterior_.base
     rest = np.setdiff1d(np.arange(n), nodes)
