@@ -33,7 +33,14 @@ from .evidence import (
     select_hyperparameters,
 )
 from .fitting import fit_posterior, posterior_around
-from .fullgraph import MAX_GREEN_BYTES, fit_full_graph, green_block, offset_direction, solver_for
+from .fullgraph import (
+    MAX_GREEN_BYTES,
+    class_offset,
+    fit_full_graph,
+    green_block,
+    offset_direction,
+    solver_for,
+)
 from .graph import GRAPH_CACHE, NODE_DTYPES, GraphParams, NodeSet, node_set, phase_level
 from .losses import LOSSES
 from .poisson import poisson_learning
@@ -812,9 +819,15 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 tol=self.tol, max_iter=self.max_iter, free_offset=loss.closed_form,
             )  # fmt: skip
             latent, n_iter, converged = solution.latent, solution.n_iter, solution.converged
+        offset = None
+        if self.model == "full" and loss.closed_form:  # the offset fit_full_graph removed
+            offset = (
+                offset_direction(graph.weights, np.arange(graph.n_nodes)),
+                class_offset(graph.weights, labeled_nodes, targets),
+            )
         return posterior_around(
             loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma, latent,
-            n_threads=n_threads, n_iter=n_iter, converged=converged,
+            n_threads=n_threads, n_iter=n_iter, converged=converged, offset=offset,
         )  # fmt: skip
 
     # -------------------------------------------------------------- predict

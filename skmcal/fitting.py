@@ -369,8 +369,9 @@ def newton_map(loss, prior, P, targets, gamma, *, coef_init=None, max_iter=100, 
 
 @with_small_algebra
 def posterior_around(
-    loss, prior, eigenvectors, labeled, targets, gamma, latent, *, n_threads=None, **fit_info
-):
+    loss, prior, eigenvectors, labeled, targets, gamma, latent, *, n_threads=None,
+    offset=None, **fit_info,
+):  # fmt: skip
     """The spectral Laplace covariance around latent values computed by another model.
 
     A full-graph model (:mod:`skmcal.fullgraph`) gives latent values ``u`` at
@@ -388,6 +389,15 @@ def posterior_around(
         The latent values of every node.
     n_threads : int or None
         As :func:`fit_posterior`.
+    offset : tuple (direction, coef) or None
+        The class offset the model removed from the targets (``gr``/``mgr``,
+        :func:`skmcal.fullgraph.fit_full_graph` with ``free_offset``):
+        ``direction`` of shape (n_nodes,) (``sqrt`` of the degrees) and
+        ``coef`` (:func:`skmcal.fullgraph.class_offset`). Look-ahead
+        pseudo-targets lose the same offset, so that a candidate's latent
+        value is compared with the target a label there would have been
+        fitted as. ``targets`` are the encoded labels as given (the
+        curvature of ``gr``/``mgr`` does not depend on them).
     **fit_info
         ``n_iter`` and ``converged`` of the model that computed ``latent``.
 
@@ -395,6 +405,8 @@ def posterior_around(
     -------
     LaplacePosterior
     """
+    if offset is not None and not loss.closed_form:
+        raise ValueError(f"offset takes the losses 'gr' and 'mgr'; got {loss.name!r}.")
     P = eigenvectors[labeled]
     U = latent[labeled]
     M = prior.size
@@ -412,5 +424,6 @@ def posterior_around(
     coef = np.zeros((M,) + U.shape[1:])
     return RankOnePosterior(
         loss, gamma, eigenvectors, coef, cho_inverse(cholesky(H)), base=latent,
-        n_threads=n_threads, **fit_info,
+        n_threads=n_threads, offset_direction=None if offset is None else offset[0],
+        offset_coef=None if offset is None else offset[1], **fit_info,
     )  # fmt: skip

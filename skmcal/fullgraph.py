@@ -688,6 +688,36 @@ def offset_direction(weights, labeled, *, solver: LaplacianSolver | None = None)
     return np.sqrt(solver.degrees[np.asarray(labeled, dtype=np.intp)])
 
 
+def class_offset(weights, labeled, targets, *, solver: LaplacianSolver | None = None):
+    """The class offset of the labels: the least-squares coefficients of ``targets``
+    on :func:`offset_direction`.
+
+    ``free_offset`` of :func:`fit_full_graph` fits ``targets - w c`` (``w``
+    the offset direction at the labeled nodes, ``c`` this); the look-ahead
+    of a model-change query compares the latent values with pseudo-targets
+    shifted the same way (:func:`skmcal.fitting.posterior_around`).
+
+    Parameters
+    ----------
+    weights : sparse matrix of shape (n_nodes, n_nodes)
+        The graph's weights.
+    labeled : array-like of shape (n_labeled,)
+        The labeled nodes.
+    targets : ndarray of shape (n_labeled,) or (n_labeled, n_classes)
+        Their targets.
+    solver : LaplacianSolver or None
+        The graph's solver (None: :func:`solver_for`).
+
+    Returns
+    -------
+    float or ndarray of shape (n_classes,)
+        ``w' targets / w' w``; zero where every labeled node is isolated.
+    """
+    w = offset_direction(weights, labeled, solver=solver)
+    norm = float(w @ w)
+    return np.zeros(np.shape(targets)[1:]) if norm == 0.0 else (w @ targets) / norm
+
+
 @with_small_algebra
 def green_block(
     weights, labeled, tau: float, *, tol: float = DEFAULT_TOL, solver: LaplacianSolver | None = None
@@ -905,10 +935,10 @@ def fit_full_graph(
             raise ValueError(
                 f"free_offset=True takes the losses 'gr' and 'mgr'; got {loss.name!r}."
             )
-        w = offset_direction(weights, labeled, solver=solver)
-        if np.any(w):
-            w = w if targets.ndim == 1 else w[:, None]
-            targets = targets - w * np.sum(w * targets, axis=0) / np.sum(w * w)
+        targets = targets - np.multiply.outer(
+            offset_direction(weights, labeled, solver=solver),
+            class_offset(weights, labeled, targets, solver=solver),
+        )
     if loss.closed_form:
         return _fit_gaussian(solver, labeled, P, targets, tau, gamma, init, tol)
     if isinstance(loss, MulticlassLoss):

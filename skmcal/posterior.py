@@ -33,7 +33,10 @@ acquisition functions (:mod:`skmcal.acquisition`) are formulas in these.
 A posterior may also carry ``base``: latent values of every node computed by
 another model (a full-graph solve), around which the spectral covariance is
 used; then ``coef`` starts at zero and holds the spectral change of the
-look-aheads.
+look-aheads. A full-graph ``gr``/``mgr`` fit with a free class offset fitted
+the targets less ``w c`` (``w = D^1/2 1``, ``c`` the labels' class offset,
+:func:`skmcal.fullgraph.class_offset`); its posterior carries ``w`` at every
+node and ``c``, and the look-ahead pseudo-targets are shifted the same way.
 
 Layouts: binary losses use ``coef`` of shape ``(M,)`` and ``cov`` of shape
 ``(M, M)``; ``mgr`` uses ``(M, n_classes)`` with one ``(M, M)`` covariance;
@@ -175,6 +178,12 @@ class LaplacePosterior:
         Threads that score pieces of candidates, each with a single-threaded
         BLAS (None: :func:`skmcal._threads.scoring_threads`, the cores the
         BLAS pools may use here).
+    offset_direction : ndarray of shape (n_nodes,) or None
+        ``w``, the direction of the class offset at every node (rank-one
+        family with ``base`` only); None: no offset.
+    offset_coef : float or ndarray of shape (n_classes,), or None
+        ``c``: a pseudo-label's target at node ``k`` is the loss's
+        pseudo-target less ``w_k c``.
     """
 
     loss: object
@@ -186,6 +195,8 @@ class LaplacePosterior:
     n_iter: int = 0
     converged: bool = True
     n_threads: int | None = None
+    offset_direction: np.ndarray | None = None
+    offset_coef: np.ndarray | float | None = None
 
     #: Whether approximate (single-precision) values are worth computing
     #: before exact ones (:func:`skmcal.acquisition` screening).
@@ -314,7 +325,10 @@ class RankOnePosterior(LaplacePosterior):
         survey_term = None if survey is None else product[:, -1].astype(np.float64)
         np.square(product, out=product)
         s, gram = (product[:, :M] @ weights).T
-        grad, curv = self.loss.derivatives(u, self.loss.pseudo_targets(u), self.gamma)
+        targets = self.loss.pseudo_targets(u)
+        if self.offset_coef is not None:
+            targets = targets - np.multiply.outer(self.offset_direction[nodes], self.offset_coef)
+        grad, curv = self.loss.derivatives(u, targets, self.gamma)
         denominator = 1.0 + curv * s
         # (s, K) in C order: the acquisition formulas reduce over the last axis.
         step = np.divide(grad.T if grad.ndim == 2 else grad[None], denominator, order="C")

@@ -18,6 +18,7 @@ from skmcal.fullgraph import (
     _chebyshev_steps,
     _smooth,
     _vcycle,
+    class_offset,
     fit_full_graph,
     green_block,
     normalized_laplacian,
@@ -526,3 +527,23 @@ def test_classifier_full_choice_is_the_dense_evidence_maximum(loss):
             ] * np.linalg.slogdet(B.T @ S @ B)[1]
     assert (clf.tau_, clf.gamma_) == max(table, key=table.get)
     np.testing.assert_array_equal(np.sort(clf.labeled_nodes_), np.sort(labeled))
+
+
+def test_class_offset_is_the_least_squares_coefficient_on_sqrt_degrees():
+    W, _ = _graph(n=60, seed=13)
+    labeled = np.array([3, 9, 27, 40])
+    T = np.eye(3)[[0, 1, 1, 2]]
+    w = np.sqrt(np.asarray(W.sum(axis=1)).ravel()[labeled])
+    expected = np.linalg.lstsq(w[:, None], T, rcond=None)[0][0]
+    np.testing.assert_allclose(class_offset(W, labeled, T), expected, rtol=1e-12)
+    isolated = sp.csr_matrix((5, 5))
+    np.testing.assert_array_equal(class_offset(isolated, [0, 2], np.eye(2)), np.zeros(2))
+
+
+def test_posterior_around_takes_an_offset_for_gr_and_mgr_only():
+    from skmcal.fitting import posterior_around
+
+    V = np.linalg.qr(np.random.RandomState(0).randn(8, 3))[0]
+    with pytest.raises(ValueError, match="offset takes the losses 'gr' and 'mgr'; got 'ce'"):
+        posterior_around(LOSSES["ce"], np.ones(3), V, np.array([0, 1]), np.eye(2), 0.5,
+                         np.zeros((8, 2)), offset=(np.ones(8), np.zeros(2)))  # fmt: skip

@@ -141,19 +141,45 @@ def test_strategies_work_unchanged_on_full_graph_models(model):
         assert np.all(y[rows] == -1) and len(set(rows)) == 3 and np.all(np.isfinite(scores))
 
 
+def _offset_pseudo_target(clf, y, k, u):
+    """The target a label argmax(u) at node k is fitted as: one-hot less the class offset."""
+    loss = LOSSES[clf.loss]
+    labeled = np.flatnonzero(y != -1)
+    T = loss.encode(np.searchsorted(clf.classes_, y[labeled]), clf.classes_.size)
+    w = np.sqrt(np.asarray(clf.graph_.weights.sum(axis=1)).ravel())
+    offset = w[labeled] @ T / (w[labeled] @ w[labeled])
+    return loss.pseudo_targets(u[None])[0] - w[k] * offset
+
+
 def test_full_graph_model_change_uses_the_full_graph_latent():
-    """mgr: ||C v_k|| ||u_k - yhat|| / (gamma^2 + s_k) with u_k the full-graph latent."""
+    """mgr: ||C v_k|| ||u_k - t_k|| / (gamma^2 + s_k) with u_k the full-graph latent and
+    t_k the pseudo-label's one-hot less the class offset the fit removed."""
     clf, X, y, _ = _fit("mgr")
     C, V, g = clf.posterior_cov(), clf.eigenvectors_, clf.gamma_
     nodes = np.flatnonzero(y == -1)
     U = clf.posterior_.latent(nodes)
     expected = []
     for k, u in zip(nodes, U, strict=True):
-        yhat = np.eye(3)[np.argmax(u)]
+        t = _offset_pseudo_target(clf, y, k, u)
         Cv = C @ V[k]
-        expected.append(np.linalg.norm(Cv) * np.linalg.norm(u - yhat) / (g**2 + V[k] @ Cv))
+        expected.append(np.linalg.norm(Cv) * np.linalg.norm(u - t) / (g**2 + V[k] @ Cv))
     np.testing.assert_allclose(acquisition.model_change(clf.posterior_, nodes), expected,
                                rtol=1e-10)
+
+
+@pytest.mark.parametrize("loss", ["gr", "mgr"])
+def test_full_graph_look_ahead_is_the_refit_of_the_offset_pseudo_target(loss):
+    """The look-ahead of node k: the spectral change minimising the posterior's quadratic
+    plus the new term (u_k + v_k'c - t_k)^2 / (2 gamma^2), t_k with the class offset out."""
+    clf, X, y, _ = _fit(loss)
+    C, V, g = clf.posterior_cov(), clf.eigenvectors_, clf.gamma_
+    k = int(np.flatnonzero(y == -1)[7])
+    u = np.atleast_1d(clf.posterior_.latent(np.array([k]))[0])
+    t = np.atleast_1d(_offset_pseudo_target(clf, y, k, clf.posterior_.latent(np.array([k]))[0]))
+    H = np.linalg.inv(C) + np.outer(V[k], V[k]) / g**2
+    change = -np.linalg.solve(H, np.outer(V[k], u - t) / g**2)
+    got = clf.posterior_.look_ahead(k).coef.reshape(change.shape)
+    np.testing.assert_allclose(got, change, atol=1e-10 * np.abs(change).max())
 
 
 def test_full_graph_out_of_sample_is_the_weighted_neighbour_average():
