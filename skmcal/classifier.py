@@ -29,11 +29,24 @@ from .evidence import (
     FULL_GAMMAS,
     FULL_TAUS,
     LAPLACE_GAMMAS,
+    SUM_EPSILONS,
+    SUM_FULL_TAUS,
+    SUM_GAMMAS,
     select_full_hyperparameters,
     select_hyperparameters,
+    select_sum_hyperparameters,
+    unit_scale,
 )
 from .fitting import fit_posterior, posterior_around
-from .fullgraph import MAX_GREEN_BYTES, fit_full_graph, green_block, offset_direction, solver_for
+from .fullgraph import (
+    MAX_GREEN_BYTES,
+    fit_full_graph,
+    fit_sum_graph,
+    green_block,
+    offset_direction,
+    solver_for,
+    spectral_block,
+)
 from .graph import GRAPH_CACHE, NODE_DTYPES, GraphParams, NodeSet, node_set, phase_level
 from .losses import LOSSES
 from .poisson import poisson_learning
@@ -56,7 +69,7 @@ PAPER_HYPERPARAMETERS = {
 AUTO_REUSE_GROWTH = 1.25
 
 #: The models of the latent function (the ``model`` parameter).
-MODELS = ("spectral", "full", "poisson")
+MODELS = ("spectral", "full", "poisson", "sum")
 
 #: Default marker of an unlabeled row in ``y`` (scikit-learn's semi-supervised
 #: convention); see the ``missing_label`` parameter.
@@ -668,6 +681,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         if labels.dtype.kind == "f" and not np.isfinite(labels).all():
             raise ValueError("Input y contains infinity among its labels.")
         check_classification_targets(labels)
+        if self.model == "sum" and not LOSSES[self.loss].closed_form:
+            raise ValueError(
+                f"model='sum' takes the Gaussian losses 'gr' and 'mgr'; got loss={self.loss!r}. "
+                f"Use loss='mgr' (or 'gr' for two classes), or another model for {self.loss!r}."
+            )
         marker = f"the unlabeled marker missing_label={self.missing_label!r}"
         if not labeled.any():
             raise ValueError(
@@ -717,13 +735,17 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         )  # fmt: skip
         warm = self.warm_start and getattr(self, "_fit_signature", None) == signature
         start = time.perf_counter()
-        tau, gamma = self._select_hyperparameters(
-            loss, graph, labeled_nodes, codes, classes.size, warm
-        )
-        posterior = self._fit_model(
-            loss, graph, labeled_nodes, codes, classes.size, tau, gamma,
-            self.posterior_ if warm else None,
-        )  # fmt: skip
+        if self.model == "sum":
+            posterior, tau, gamma = self._fit_sum(loss, graph, labeled_nodes, codes, classes.size,
+                                                  warm)  # fmt: skip
+        else:
+            tau, gamma = self._select_hyperparameters(
+                loss, graph, labeled_nodes, codes, classes.size, warm
+            )
+            posterior = self._fit_model(
+                loss, graph, labeled_nodes, codes, classes.size, tau, gamma,
+                self.posterior_ if warm else None,
+            )  # fmt: skip
         logger.log(
             level, "Model fit (%s, loss=%s, %d labeled nodes): %d iterations, %.2f s.",
             self.model, self.loss, labeled_nodes.size, posterior.n_iter,
@@ -816,6 +838,76 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma, latent,
             n_threads=n_threads, n_iter=n_iter, converged=converged,
         )  # fmt: skip
+
+    def _sum_grids(self, graph):
+        """The grids of ``model="sum"``: ``(taus_s, taus_f, gammas)``, a given value alone."""
+        tau, gamma = self._tau_gamma()
+        cap = np.median(graph.eigenvalues)
+        taus_s = [t for t in DEFAULT_TAUS if t**2 <= cap] or list(DEFAULT_TAUS[:1])
+        return (
+            taus_s if tau is None else [tau],
+            list(SUM_FULL_TAUS) if tau is None else [tau],
+            SUM_GAMMAS if gamma is None else (gamma,),
+        )
+
+    def _fit_sum(self, loss, graph, labeled_nodes, codes, n_classes, warm):
+        """``model="sum"``: hyperparameters by the evidence, the posterior mean, and the
+        spectral Laplace covariance around it; returns ``(posterior, tau_, gamma_)``.
+
+        The grid (:data:`~skmcal.evidence.DEFAULT_TAUS` capped as for the
+        spectral model, :data:`~skmcal.evidence.SUM_FULL_TAUS`,
+        :data:`~skmcal.evidence.SUM_EPSILONS`, :data:`~skmcal.evidence.SUM_GAMMAS`;
+        a given ``tau`` is both taus, a given ``gamma`` the relative noise) is
+        searched at every cold fit and, on warm refits, once the labels have
+        grown by ``AUTO_REUSE_GROWTH`` since the last search (eps alone is
+        searched at every fit when ``tau`` and ``gamma`` are both given). The
+        full-graph taus whose Green's columns would not fit in
+        :data:`skmcal.fullgraph.MAX_GREEN_BYTES` together give way to one: the
+        last choice (a cold fit: the grid's middle value), whose columns are
+        kept whatever their size (``8 N n_labeled`` bytes; 280 MB at 70,000
+        nodes and 500 labels).
+        """
+        targets = loss.encode(codes, n_classes)
+        solver = solver_for(graph.weights)
+        taus_s, taus_f, gammas = self._sum_grids(graph)
+        n_labeled = labeled_nodes.size
+        given = self.tau != "auto" and self.gamma != "auto"
+        last = getattr(self, "_auto_choice", None) if warm and not given else None
+        if last is not None and n_labeled < AUTO_REUSE_GROWTH * last[0]:
+            tau_s, tau_f, eps, g = last[1]
+        else:
+            nodes = np.unique(labeled_nodes)
+            if sum(solver.green_bytes(t**2, nodes) for t in taus_f) > MAX_GREEN_BYTES:
+                taus_f = [last[1][1] if last is not None else taus_f[len(taus_f) // 2]]
+            spectral = [spectral_block(graph.eigenvalues, graph.eigenvectors, labeled_nodes, t)
+                        for t in taus_s]  # fmt: skip
+            full = [green_block(graph.weights, labeled_nodes, t, tol=self.tol, solver=solver)
+                    for t in taus_f]  # fmt: skip
+            i, j, eps, g, _, _ = select_sum_hyperparameters(
+                [unit_scale(K) * K for K in spectral], [unit_scale(K) * K for K in full],
+                targets, SUM_EPSILONS, gammas,
+            )  # fmt: skip
+            tau_s, tau_f = float(taus_s[i]), float(taus_f[j])
+            self._auto_choice = (n_labeled, (tau_s, tau_f, eps, g))
+        fit = fit_sum_graph(
+            graph.eigenvalues, graph.eigenvectors, graph.weights, labeled_nodes, targets,
+            tau_s, tau_f, eps, g, tol=self.tol, solver=solver,
+        )  # fmt: skip
+        self.sum_prior_ = {
+            "tau_s": tau_s, "tau_f": tau_f, "eps": eps, "gamma": g,
+            "amplitude": fit.amplitude,
+            "spectral_scale": fit.spectral_scale, "full_scale": fit.full_scale,
+        }  # fmt: skip
+        # The spectral part of the prior is a c_s V Lambda_tau^-1 V' and the noise a g^2:
+        # the unscaled spectral model at gamma = g / sqrt(c_s) has the same Laplace
+        # covariance up to the factor a c_s, which no query strategy sees.
+        gamma = g / np.sqrt(fit.spectral_scale)
+        n_threads = None if self.n_jobs is None else effective_n_jobs(self.n_jobs)
+        posterior = posterior_around(
+            loss, graph.eigenvalues + tau_s**2, graph.eigenvectors, labeled_nodes, targets,
+            gamma, fit.latent, n_threads=n_threads, n_iter=0, converged=fit.converged,
+        )  # fmt: skip
+        return posterior, tau_s, float(gamma)
 
     # -------------------------------------------------------------- predict
     def _row_weights(self, X):
