@@ -124,8 +124,12 @@ CONFIGS: dict[str, Config] = {
     },
     # The summed prior (spectral + full graph, weights and taus by its evidence).
     **{
-        f"sum-mgr:{s}": Config("skmcal", s, {"model": "sum", "loss": "mgr"}, options=options)
-        for s, options in (("mc", {}), ("unc", {}), ("mc-greedy", {"batch": "greedy"}))
+        f"sum-mgr:{name}": Config("skmcal", s, {"model": "sum", "loss": "mgr"}, options=options)
+        for name, s, options in (
+            ("mc", "mc", {}),
+            ("unc", "unc", {}),
+            ("mc-greedy", "mc", {"batch": "greedy"}),
+        )
     },
     **{f"mgr:{s}": Config("skmcal", s, {"loss": "mgr"}, MULTI) for s in STRATEGIES},
     # ce takes two classes as well as more.

@@ -171,7 +171,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         closed form, no Newton iterations) and is as accurate with
         uncertainty sampling (see the user guide, "Choosing a loss and a
         strategy").
-    model : {"spectral", "full", "poisson"}, default="spectral"
+    model : {"spectral", "full", "poisson", "sum"}, default="spectral"
         The latent function. ``spectral``: ``u = V alpha`` in the ``n_eigs``
         smallest eigenvectors (the paper). ``full``: the MAP over all nodes,
         no truncation: ``min_u 1/2 u'(L + tau^2 I) u + sum_j loss(u_j, y_j)``
@@ -181,10 +181,16 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         which keeps a batch of labels of one class from taking over).
         ``poisson``: Poisson
         learning (Calder et al. 2020; :mod:`skmcal.poisson`; binary losses
-        take the difference of the two class scores). For ``full`` and
-        ``poisson`` the covariance that ``posterior_cov`` and the query
-        strategies use is the spectral Laplace covariance of ``loss``
-        evaluated around the model's latent values (see
+        take the difference of the two class scores). ``sum`` (``gr`` and
+        ``mgr`` only): the spectral prior plus the full graph's, ``a (c_s V
+        Lambda_{tau_s}^-1 V' + eps c_f (L + tau_f^2 I)^-1)``, each part
+        scaled to unit mean variance at the labeled nodes, with ``tau_s``,
+        ``tau_f``, ``eps`` and the noise chosen by its exact evidence and the
+        amplitude ``a`` profiled (:func:`skmcal.fullgraph.fit_sum_graph`,
+        :func:`skmcal.evidence.select_sum_hyperparameters`; the values in
+        ``sum_prior_``). For ``full``, ``poisson`` and ``sum`` the covariance
+        that ``posterior_cov`` and the query strategies use is the spectral
+        Laplace covariance of ``loss`` evaluated around the model's latent values (see
         :func:`skmcal.fitting.posterior_around`).
     nodes : None, array-like, sparse matrix or NodeSet, default=None
         The nodes of the graph. None: the rows given to ``fit`` are the nodes
@@ -254,7 +260,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``model="full"`` and ``gr``/``mgr``: tau and gamma by the full
         model's own evidence (:func:`skmcal.evidence.select_full_hyperparameters`,
         :data:`~skmcal.evidence.FULL_TAUS` x :data:`~skmcal.evidence.FULL_GAMMAS`);
-        with the other losses, DEFAULT_GAMMAS as they are.
+        with the other losses, DEFAULT_GAMMAS as they are. ``model="sum"``:
+        its own evidence over :data:`~skmcal.evidence.SUM_GAMMAS`, relative
+        to the prior scaled to unit mean variance at the labeled nodes (a
+        given gamma is that relative noise; a given tau is both taus of the
+        model, and its ``eps`` is always chosen by the evidence).
     max_iter : int, default=100
         Maximum Newton iterations (``logistic``, ``probit``, ``ce``; for
         ``ce`` this counts the cheap chord steps that reuse a factored
@@ -333,7 +343,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``probit``, ``mgr``) or :class:`~skmcal.softmax.SoftmaxPosterior`
         (``ce``): what predictions and the query strategies read.
     tau_, gamma_ : float
-        The values used (after resolving "auto").
+        The values used (after resolving "auto"). ``model="sum"``: the
+        spectral tau, and the gamma of the unscaled spectral prior with the
+        same predictions and query picks (``noise / sqrt(spectral_scale)``).
+    sum_prior_ : dict
+        ``model="sum"`` only: ``tau_s``, ``tau_f``, ``eps``, ``gamma`` (the
+        noise relative to the scaled prior), ``amplitude`` (profiled),
+        ``spectral_scale`` and ``full_scale`` (``c_s``, ``c_f``).
     n_iter_ : int
         Newton (and, for ``ce``, chord) steps of the last fit (0 for ``gr``
         and ``mgr``).
