@@ -1211,7 +1211,7 @@ def fit_sum_graph(
     ``Sigma = a (c_s V (Lambda + tau_s^2 I)^-1 V' + eps c_f (L + tau_f^2 I)^-1)``,
     observed with noise ``a gamma^2`` at the labeled nodes; ``c_s`` and
     ``c_f`` give each part unit mean variance there
-    (:func:`skmcal.evidence.unit_scale`). The mean is
+    (:func:`skmcal.evidence.unit_scale`). The mean is ::
 
         u = Sigma P' (P Sigma P' + a gamma^2 I)^-1 Y
           = c_s V (Lambda + tau_s^2 I)^-1 P_V' C + eps c_f G C,
