@@ -122,6 +122,15 @@ CONFIGS: dict[str, Config] = {
         for name, model in (("full-mgr", "full"), ("poisson", "poisson"))
         for s in ("mc", "unc")
     },
+    # The summed prior (spectral + full graph, weights and taus by its evidence).
+    **{
+        f"sum-mgr:{name}": Config("skmcal", s, {"model": "sum", "loss": "mgr"}, options=options)
+        for name, s, options in (
+            ("mc", "mc", {}),
+            ("unc", "unc", {}),
+            ("mc-greedy", "mc", {"batch": "greedy"}),
+        )
+    },
     **{f"mgr:{s}": Config("skmcal", s, {"loss": "mgr"}, MULTI) for s in STRATEGIES},
     # ce takes two classes as well as more.
     **{f"ce:{s}": Config("skmcal", s, {"loss": "ce"}) for s in STRATEGIES},

@@ -15,10 +15,13 @@ the other nodes:
   at large scales and local where labels are dense.
 
 Each model is the Gaussian regression of the one-hot labels (``loss="mgr"``):
-per class, ``Y_c ~ N(0, a K + gamma^2 I)`` with ``K`` the prior covariance
+per class, ``Y_c ~ N(0, a (K + gamma^2 I))`` with ``K`` the prior covariance
 among the labeled nodes (the full graph's from its Green's columns,
-:meth:`skmcal.fullgraph.LaplacianSolver.green_solve`), amplitude ``a`` and
-``gamma`` on a grid; the evidence is maximised over every grid, the
+:func:`skmcal.fullgraph.green_block`), the amplitude ``a`` profiled in
+closed form and ``gamma``, relative to it, on a grid, as ``model="sum"``
+does (:func:`skmcal.evidence.full_log_evidence`; the results written before
+revision 7d80f6e took ``a`` on a grid of 13 values and an absolute
+``gamma``, with ``Y_c ~ N(0, a K + gamma^2 I)``); the evidence is maximised over every grid, the
 prediction is the posterior mean at every node and its argmax.
 
 Label sets: those the default configuration of ``bench_accuracy.py``
@@ -45,30 +48,30 @@ from bench_accuracy import CONFIGS, run_one
 from threadpoolctl import threadpool_limits
 
 from skmcal import NodeSet
-from skmcal.fullgraph import LaplacianSolver
+from skmcal.evidence import full_log_evidence
+from skmcal.fullgraph import LaplacianSolver, green_block
 
 SIZES = (100, 200, 500)
 SPECTRAL_TAUS = (0.01, 0.1)
 FULL_TAUS = (0.001, 0.01, 0.1)
 EPSILONS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
-AMPLITUDES = np.logspace(-3, 3, 13)
+#: Noise scales relative to the amplitude, which is profiled (closed form).
 GAMMAS = (0.05, 0.1, 0.2, 0.5, 1.0)
 GREEN_ATOL = 1e-9
 
 
-def log_evidence(K, Y, amplitude, gamma):
-    """``sum_c log N(Y_c; 0, a K + gamma^2 I)`` and ``(a K + gamma^2 I)^-1 Y``."""
-    A = amplitude * K + gamma**2 * np.eye(K.shape[0])
-    factor = sl.cho_factor(A)
-    Z = sl.cho_solve(factor, Y)
-    log_det = 2.0 * np.log(np.diag(factor[0])).sum()
-    value = -0.5 * np.sum(Y * Z) - 0.5 * Y.shape[1] * (log_det + K.shape[0] * np.log(2 * np.pi))
-    return value, Z
-
-
 def best_fit(K, Y):
-    """The grid point ``(evidence, a, gamma)`` of largest evidence."""
-    return max((log_evidence(K, Y, a, g)[0], a, g) for a in AMPLITUDES for g in GAMMAS)
+    """``(evidence, a, gamma)`` at the gamma of GAMMAS of largest evidence, the amplitude
+    ``a`` profiled (:func:`skmcal.evidence.full_log_evidence` without an offset: the
+    evidence of ``Y_c ~ N(0, a (K + gamma^2 I))``, gamma relative to the amplitude)."""
+    value, g = max((full_log_evidence(K, Y, g), g) for g in GAMMAS)
+    S = K + g**2 * np.eye(K.shape[0])
+    return value, float(np.sum(Y * sl.solve(S, Y, assume_a="pos")) / Y.size), g
+
+
+def posterior_weights(K, Y, gamma):
+    """``(K + gamma^2 I)^-1 Y``: the posterior mean is the prior's columns times these."""
+    return sl.solve(K + gamma**2 * np.eye(K.shape[0]), Y, assume_a="pos")
 
 
 class Priors:
@@ -76,6 +79,7 @@ class Priors:
 
     def __init__(self, graph):
         self.lam, self.V = graph.eigenvalues, graph.eigenvectors
+        self.weights = graph.weights
         self.solver = LaplacianSolver(graph.weights)
 
     def spectral(self, L, tau):
@@ -85,13 +89,10 @@ class Priors:
         return K / unit, lambda Z: scaled @ (self.V[L].T @ Z) / unit
 
     def full(self, L, tau):
-        nodes = np.sort(L)
-        self.solver.green_solve(tau**2, nodes, np.full(L.size, GREEN_ATOL))
-        K = self.solver.green_rows(L, L)
-        K = 0.5 * (K + K.T)
+        K = green_block(self.weights, L, tau, tol=GREEN_ATOL, solver=self.solver)
         unit = np.mean(np.diag(K))
         order = np.argsort(L)
-        return K / unit, lambda Z: self.solver.green_combine(L[order], Z[order]) / unit
+        return K / unit, lambda Z: self.solver.green_combine(tau**2, L[order], Z[order]) / unit
 
 
 def candidates(priors, L):
@@ -120,7 +121,7 @@ def evaluate(priors, L, codes):
     for name, ts, tf, eps, K, mean in candidates(priors, L):
         value, a, g = best_fit(K, Y)
         if name not in best or value > best[name][0]:
-            latent = mean(log_evidence(K, Y, a, g)[1] * a)
+            latent = mean(posterior_weights(K, Y, g))
             accuracy = float(np.mean(np.argmax(latent[rest], axis=1) == codes[rest]))
             best[name] = (value, ts, tf, eps, a, g, accuracy)
     return best

@@ -29,17 +29,24 @@ from .evidence import (
     FULL_GAMMAS,
     FULL_TAUS,
     LAPLACE_GAMMAS,
+    SUM_EPSILONS,
+    SUM_FULL_TAUS,
+    SUM_GAMMAS,
     select_full_hyperparameters,
     select_hyperparameters,
+    select_sum_hyperparameters,
+    unit_scale,
 )
 from .fitting import fit_posterior, posterior_around
 from .fullgraph import (
     MAX_GREEN_BYTES,
     class_offset,
     fit_full_graph,
+    fit_sum_graph,
     green_block,
     offset_direction,
     solver_for,
+    spectral_block,
 )
 from .graph import GRAPH_CACHE, NODE_DTYPES, GraphParams, NodeSet, node_set, phase_level
 from .losses import LOSSES
@@ -63,7 +70,7 @@ PAPER_HYPERPARAMETERS = {
 AUTO_REUSE_GROWTH = 1.25
 
 #: The models of the latent function (the ``model`` parameter).
-MODELS = ("spectral", "full", "poisson")
+MODELS = ("spectral", "full", "poisson", "sum")
 
 #: Default marker of an unlabeled row in ``y`` (scikit-learn's semi-supervised
 #: convention); see the ``missing_label`` parameter.
@@ -165,7 +172,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         closed form, no Newton iterations) and is as accurate with
         uncertainty sampling (see the user guide, "Choosing a loss and a
         strategy").
-    model : {"spectral", "full", "poisson"}, default="spectral"
+    model : {"spectral", "full", "poisson", "sum"}, default="spectral"
         The latent function. ``spectral``: ``u = V alpha`` in the ``n_eigs``
         smallest eigenvectors (the paper). ``full``: the MAP over all nodes,
         no truncation: ``min_u 1/2 u'(L + tau^2 I) u + sum_j loss(u_j, y_j)``
@@ -175,10 +182,16 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         which keeps a batch of labels of one class from taking over).
         ``poisson``: Poisson
         learning (Calder et al. 2020; :mod:`skmcal.poisson`; binary losses
-        take the difference of the two class scores). For ``full`` and
-        ``poisson`` the covariance that ``posterior_cov`` and the query
-        strategies use is the spectral Laplace covariance of ``loss``
-        evaluated around the model's latent values (see
+        take the difference of the two class scores). ``sum`` (``gr`` and
+        ``mgr`` only): the spectral prior plus the full graph's, ``a (c_s V
+        Lambda_{tau_s}^-1 V' + eps c_f (L + tau_f^2 I)^-1)``, each part
+        scaled to unit mean variance at the labeled nodes, with ``tau_s``,
+        ``tau_f``, ``eps`` and the noise chosen by its exact evidence and the
+        amplitude ``a`` profiled (:func:`skmcal.fullgraph.fit_sum_graph`,
+        :func:`skmcal.evidence.select_sum_hyperparameters`; the values in
+        ``sum_prior_``). For ``full``, ``poisson`` and ``sum`` the covariance
+        that ``posterior_cov`` and the query strategies use is the spectral
+        Laplace covariance of ``loss`` evaluated around the model's latent values (see
         :func:`skmcal.fitting.posterior_around`).
     nodes : None, array-like, sparse matrix or NodeSet, default=None
         The nodes of the graph. None: the rows given to ``fit`` are the nodes
@@ -248,7 +261,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``model="full"`` and ``gr``/``mgr``: tau and gamma by the full
         model's own evidence (:func:`skmcal.evidence.select_full_hyperparameters`,
         :data:`~skmcal.evidence.FULL_TAUS` x :data:`~skmcal.evidence.FULL_GAMMAS`);
-        with the other losses, DEFAULT_GAMMAS as they are.
+        with the other losses, DEFAULT_GAMMAS as they are. ``model="sum"``:
+        its own evidence over :data:`~skmcal.evidence.SUM_GAMMAS`, relative
+        to the prior scaled to unit mean variance at the labeled nodes (a
+        given gamma is that relative noise; a given tau is both taus of the
+        model, and its ``eps`` is always chosen by the evidence).
     max_iter : int, default=100
         Maximum Newton iterations (``logistic``, ``probit``, ``ce``; for
         ``ce`` this counts the cheap chord steps that reuse a factored
@@ -327,7 +344,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``probit``, ``mgr``) or :class:`~skmcal.softmax.SoftmaxPosterior`
         (``ce``): what predictions and the query strategies read.
     tau_, gamma_ : float
-        The values used (after resolving "auto").
+        The values used (after resolving "auto"). ``model="sum"``: the
+        spectral tau, and the gamma of the unscaled spectral prior with the
+        same predictions and query picks (``noise / sqrt(spectral_scale)``).
+    sum_prior_ : dict
+        ``model="sum"`` only: ``tau_s``, ``tau_f``, ``eps``, ``gamma`` (the
+        noise relative to the scaled prior), ``amplitude`` (profiled),
+        ``spectral_scale`` and ``full_scale`` (``c_s``, ``c_f``).
     n_iter_ : int
         Newton (and, for ``ce``, chord) steps of the last fit (0 for ``gr``
         and ``mgr``).
@@ -675,6 +698,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         if labels.dtype.kind == "f" and not np.isfinite(labels).all():
             raise ValueError("Input y contains infinity among its labels.")
         check_classification_targets(labels)
+        if self.model == "sum" and not LOSSES[self.loss].closed_form:
+            raise ValueError(
+                f"model='sum' takes the Gaussian losses 'gr' and 'mgr'; got loss={self.loss!r}. "
+                f"Use loss='mgr' (or 'gr' for two classes), or another model for {self.loss!r}."
+            )
         marker = f"the unlabeled marker missing_label={self.missing_label!r}"
         if not labeled.any():
             raise ValueError(
@@ -724,13 +752,17 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         )  # fmt: skip
         warm = self.warm_start and getattr(self, "_fit_signature", None) == signature
         start = time.perf_counter()
-        tau, gamma = self._select_hyperparameters(
-            loss, graph, labeled_nodes, codes, classes.size, warm
-        )
-        posterior = self._fit_model(
-            loss, graph, labeled_nodes, codes, classes.size, tau, gamma,
-            self.posterior_ if warm else None,
-        )  # fmt: skip
+        if self.model == "sum":
+            posterior, tau, gamma = self._fit_sum(loss, graph, labeled_nodes, codes, classes.size,
+                                                  warm)  # fmt: skip
+        else:
+            tau, gamma = self._select_hyperparameters(
+                loss, graph, labeled_nodes, codes, classes.size, warm
+            )
+            posterior = self._fit_model(
+                loss, graph, labeled_nodes, codes, classes.size, tau, gamma,
+                self.posterior_ if warm else None,
+            )  # fmt: skip
         logger.log(
             level, "Model fit (%s, loss=%s, %d labeled nodes): %d iterations, %.2f s.",
             self.model, self.loss, labeled_nodes.size, posterior.n_iter,
@@ -829,6 +861,76 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma, latent,
             n_threads=n_threads, n_iter=n_iter, converged=converged, offset=offset,
         )  # fmt: skip
+
+    def _sum_grids(self, graph):
+        """The grids of ``model="sum"``: ``(taus_s, taus_f, gammas)``, a given value alone."""
+        tau, gamma = self._tau_gamma()
+        cap = np.median(graph.eigenvalues)
+        taus_s = [t for t in DEFAULT_TAUS if t**2 <= cap] or list(DEFAULT_TAUS[:1])
+        return (
+            taus_s if tau is None else [tau],
+            list(SUM_FULL_TAUS) if tau is None else [tau],
+            SUM_GAMMAS if gamma is None else (gamma,),
+        )
+
+    def _fit_sum(self, loss, graph, labeled_nodes, codes, n_classes, warm):
+        """``model="sum"``: hyperparameters by the evidence, the posterior mean, and the
+        spectral Laplace covariance around it; returns ``(posterior, tau_, gamma_)``.
+
+        The grid (:data:`~skmcal.evidence.DEFAULT_TAUS` capped as for the
+        spectral model, :data:`~skmcal.evidence.SUM_FULL_TAUS`,
+        :data:`~skmcal.evidence.SUM_EPSILONS`, :data:`~skmcal.evidence.SUM_GAMMAS`;
+        a given ``tau`` is both taus, a given ``gamma`` the relative noise) is
+        searched at every cold fit and, on warm refits, once the labels have
+        grown by ``AUTO_REUSE_GROWTH`` since the last search (eps alone is
+        searched at every fit when ``tau`` and ``gamma`` are both given). The
+        full-graph taus whose Green's columns would not fit in
+        :data:`skmcal.fullgraph.MAX_GREEN_BYTES` together give way to one: the
+        last choice (a cold fit: the grid's middle value), whose columns are
+        kept whatever their size (``8 N n_labeled`` bytes; 280 MB at 70,000
+        nodes and 500 labels).
+        """
+        targets = loss.encode(codes, n_classes)
+        solver = solver_for(graph.weights)
+        taus_s, taus_f, gammas = self._sum_grids(graph)
+        n_labeled = labeled_nodes.size
+        given = self.tau != "auto" and self.gamma != "auto"
+        last = getattr(self, "_auto_choice", None) if warm and not given else None
+        if last is not None and n_labeled < AUTO_REUSE_GROWTH * last[0]:
+            tau_s, tau_f, eps, g = last[1]
+        else:
+            nodes = np.unique(labeled_nodes)
+            if sum(solver.green_bytes(t**2, nodes) for t in taus_f) > MAX_GREEN_BYTES:
+                taus_f = [last[1][1] if last is not None else taus_f[len(taus_f) // 2]]
+            spectral = [spectral_block(graph.eigenvalues, graph.eigenvectors, labeled_nodes, t)
+                        for t in taus_s]  # fmt: skip
+            full = [green_block(graph.weights, labeled_nodes, t, tol=self.tol, solver=solver)
+                    for t in taus_f]  # fmt: skip
+            i, j, eps, g, _, _ = select_sum_hyperparameters(
+                [unit_scale(K) * K for K in spectral], [unit_scale(K) * K for K in full],
+                targets, SUM_EPSILONS, gammas,
+            )  # fmt: skip
+            tau_s, tau_f = float(taus_s[i]), float(taus_f[j])
+            self._auto_choice = (n_labeled, (tau_s, tau_f, eps, g))
+        fit = fit_sum_graph(
+            graph.eigenvalues, graph.eigenvectors, graph.weights, labeled_nodes, targets,
+            tau_s, tau_f, eps, g, tol=self.tol, solver=solver,
+        )  # fmt: skip
+        self.sum_prior_ = {
+            "tau_s": tau_s, "tau_f": tau_f, "eps": eps, "gamma": g,
+            "amplitude": fit.amplitude,
+            "spectral_scale": fit.spectral_scale, "full_scale": fit.full_scale,
+        }  # fmt: skip
+        # The spectral part of the prior is a c_s V Lambda_tau^-1 V' and the noise a g^2:
+        # the unscaled spectral model at gamma = g / sqrt(c_s) has the same Laplace
+        # covariance up to the factor a c_s, which no query strategy sees.
+        gamma = g / np.sqrt(fit.spectral_scale)
+        n_threads = None if self.n_jobs is None else effective_n_jobs(self.n_jobs)
+        posterior = posterior_around(
+            loss, graph.eigenvalues + tau_s**2, graph.eigenvectors, labeled_nodes, targets,
+            gamma, fit.latent, n_threads=n_threads, n_iter=0, converged=fit.converged,
+        )  # fmt: skip
+        return posterior, tau_s, float(gamma)
 
     # -------------------------------------------------------------- predict
     def _row_weights(self, X):

@@ -1,0 +1,298 @@
+"""model="sum": the spectral prior plus the full graph's, against dense brute force.
+
+On tiny graphs: the posterior mean against a dense solve with the dense
+inverse of ``L + tau_f^2 I`` and the dense truncated spectral prior; the
+evidence against a dense Gaussian log density maximised numerically over the
+amplitude; the classifier's choice against the evidence evaluated densely at
+every grid point (docs/math.rst, "The summed prior").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.optimize
+import scipy.sparse as sp
+import scipy.stats
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+
+from skmcal import NodeSet, SpectralGraphClassifier, query
+from skmcal.evidence import (
+    DEFAULT_TAUS,
+    SUM_EPSILONS,
+    SUM_FULL_TAUS,
+    SUM_GAMMAS,
+    select_sum_hyperparameters,
+    sum_log_evidence,
+    unit_scale,
+)
+from skmcal.fullgraph import LaplacianSolver, fit_sum_graph, spectral_block
+
+from _oracle import blobs, dense_laplacian, plane_knn_graph, semi_supervised
+
+CENTERS = [[0.0, 0.0], [4.0, 0.0], [2.0, 3.5]]
+
+
+def _dense_prior(W, lam, V, tau_s, tau_f, eps, labeled):
+    """``(Sigma, c_s, c_f)``: the summed prior at every node, dense, and its two scales."""
+    Ks = (V / (lam + tau_s**2)) @ V.T
+    Kf = np.linalg.inv(dense_laplacian(W) + tau_f**2 * np.eye(W.shape[0]))
+    cs = 1.0 / np.mean(np.diag(Ks)[labeled])
+    cf = 1.0 / np.mean(np.diag(Kf)[labeled])
+    return cs * Ks + eps * cf * Kf, cs, cf
+
+
+def _tiny_graph(n=40, n_eigs=6, seed=0):
+    W, _ = plane_knn_graph(n, seed=seed)
+    W = sp.csr_matrix(W)
+    lam, V = np.linalg.eigh(dense_laplacian(W))
+    return W, lam[:n_eigs], V[:, :n_eigs]
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.3, 3.0])
+@pytest.mark.parametrize("n_classes", [1, 3])  # gr (+-1 vector); mgr (one-hot rows)
+def test_sum_mean_matches_the_dense_posterior_mean(eps, n_classes):
+    W, lam, V = _tiny_graph()
+    rng = np.random.RandomState(1)
+    labeled = np.array([3, 11, 17, 25, 30, 11])  # node 11 labeled twice
+    if n_classes == 1:
+        targets = rng.choice([-1.0, 1.0], labeled.size)
+    else:
+        targets = np.eye(n_classes)[rng.randint(n_classes, size=labeled.size)]
+    tau_s, tau_f, gamma = 0.1, 0.2, 0.3
+    fit = fit_sum_graph(
+        lam, V, W, labeled, targets, tau_s, tau_f, eps, gamma, tol=1e-13, solver=LaplacianSolver(W)
+    )
+    Sigma, cs, cf = _dense_prior(W, lam, V, tau_s, tau_f, eps, labeled)
+    P = np.eye(W.shape[0])[labeled]
+    Y = targets.reshape(labeled.size, -1)
+    C = np.linalg.solve(P @ Sigma @ P.T + gamma**2 * np.eye(labeled.size), Y)
+    expected = (Sigma @ P.T @ C).reshape(fit.latent.shape)
+    np.testing.assert_allclose(fit.latent, expected, atol=1e-8 * np.abs(expected).max())
+    np.testing.assert_allclose([fit.spectral_scale, fit.full_scale], [cs, cf], rtol=1e-10)
+    assert fit.converged
+    # The profiled amplitude: a = sum_c y_c'S^-1 y_c / (k n).
+    np.testing.assert_allclose(fit.amplitude, np.sum(Y * C) / Y.size, rtol=1e-10)
+
+
+def test_spectral_block_is_the_truncated_prior_at_the_labels():
+    W, lam, V = _tiny_graph()
+    labeled = np.array([0, 7, 39])
+    dense = (V / (lam + 0.04)) @ V.T
+    np.testing.assert_allclose(
+        spectral_block(lam, V, labeled, 0.2), dense[np.ix_(labeled, labeled)], atol=1e-12
+    )
+
+
+def _blocks(seed=2, n=7):
+    rng = np.random.RandomState(seed)
+    A, B = rng.randn(n, 3), rng.randn(n, n)
+    Ks, Kf = A @ A.T + 0.01 * np.eye(n), B @ B.T
+    return unit_scale(Ks) * Ks, unit_scale(Kf) * Kf
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_sum_evidence_is_the_dense_gaussian_density_at_its_best_amplitude(k):
+    Ks, Kf = _blocks()
+    rng = np.random.RandomState(3)
+    Y = rng.randn(Ks.shape[0], k)
+    targets = Y[:, 0] if k == 1 else Y
+    eps, gamma = 0.4, 0.3
+    S = Ks + eps * Kf + gamma**2 * np.eye(Ks.shape[0])
+
+    def minus_log_density(log_a):
+        dist = scipy.stats.multivariate_normal(np.zeros(S.shape[0]), np.exp(log_a) * S)
+        return -sum(dist.logpdf(Y[:, c]) for c in range(k))
+
+    best = scipy.optimize.minimize_scalar(
+        minus_log_density, bounds=(-10, 10), method="bounded", options={"xatol": 1e-10}
+    )
+    value = sum_log_evidence(Ks, Kf, targets, eps, gamma)
+    np.testing.assert_allclose(value, -best.fun, rtol=1e-9)
+    # ... and the selection's profiled amplitude is that maximiser.
+    *_, amplitude, table = select_sum_hyperparameters([Ks], [Kf], targets, [eps], [gamma])
+    np.testing.assert_allclose(amplitude, np.exp(best.x), rtol=1e-6)
+    np.testing.assert_allclose(table[0, 0, 0, 0], value, rtol=1e-10)
+
+
+def test_sum_selection_table_is_the_dense_evidence_on_the_grid():
+    Ks1, Kf1 = _blocks(4)
+    Ks2, Kf2 = _blocks(5)
+    Y = np.eye(3)[np.random.RandomState(6).randint(3, size=7)]
+    i, j, eps, gamma, _, table = select_sum_hyperparameters([Ks1, Ks2], [Kf1, Kf2], Y)
+    assert table.shape == (2, 2, len(SUM_EPSILONS), len(SUM_GAMMAS))
+    for a, Ks in enumerate((Ks1, Ks2)):
+        for b, Kf in enumerate((Kf1, Kf2)):
+            for e, ep in enumerate(SUM_EPSILONS):
+                for g, ga in enumerate(SUM_GAMMAS):
+                    np.testing.assert_allclose(
+                        table[a, b, e, g], sum_log_evidence(Ks, Kf, Y, ep, ga), rtol=1e-9
+                    )
+    best = np.unravel_index(np.argmax(table), table.shape)
+    assert (i, j, SUM_EPSILONS[best[2]], SUM_GAMMAS[best[3]]) == (*best[:2], eps, gamma)
+
+
+def test_sum_evidence_rejects_bad_inputs():
+    Ks, Kf = _blocks()
+    with pytest.raises(ValueError, match="eps must be a non-negative finite float; got -1"):
+        sum_log_evidence(Ks, Kf, np.ones(7), -1.0, 0.1)
+    with pytest.raises(ValueError, match="epsilons must be a non-empty grid"):
+        select_sum_hyperparameters([Ks], [Kf], np.ones(7), epsilons=[])
+    with pytest.raises(ValueError, match="K must be square"):
+        sum_log_evidence(Ks, Kf[:3, :3], np.ones(7), 1.0, 0.1)
+    with pytest.raises(ValueError, match="positive diagonal"):
+        unit_scale(np.zeros((2, 2)))
+
+
+# ------------------------------------------------------------- the classifier
+def _data(n_classes=3, seed=0, n_labeled=3):
+    X, y_true, labeled = blobs(
+        n_classes, 20, centers=CENTERS, labels=np.arange(3), n_labeled=n_labeled, seed=seed
+    )
+    return X, semi_supervised(y_true, labeled), y_true
+
+
+@pytest.mark.parametrize("loss", ["gr", "mgr"])
+def test_classifier_sum_choice_is_the_dense_evidence_maximum(loss):
+    n_classes = 2 if loss == "gr" else 3
+    X, y, y_true = _data(n_classes)
+    clf = SpectralGraphClassifier(loss, model="sum", n_eigs=10, cache=False).fit(X, y)
+    W, lam, V = clf.graph_.weights, clf.eigenvalues_, clf.eigenvectors_
+    labeled = np.flatnonzero(y != -1)
+    Y = np.eye(n_classes)[y[labeled]] if loss == "mgr" else 2.0 * y[labeled] - 1.0
+    Y = Y.reshape(labeled.size, -1)
+    n = labeled.size
+    taus_s = [t for t in DEFAULT_TAUS if t**2 <= np.median(lam)]
+    table = {}
+    for ts in taus_s:
+        for tf in SUM_FULL_TAUS:
+            for eps in SUM_EPSILONS:
+                Sigma, _, _ = _dense_prior(W, lam, V, ts, tf, eps, labeled)
+                K = Sigma[np.ix_(labeled, labeled)]
+                for g in SUM_GAMMAS:
+                    S = K + g**2 * np.eye(n)
+                    a = np.trace(Y.T @ np.linalg.solve(S, Y)) / Y.size
+                    table[ts, tf, eps, g] = sum(
+                        scipy.stats.multivariate_normal(np.zeros(n), a * S).logpdf(Y[:, c])
+                        for c in range(Y.shape[1])
+                    )
+    p = clf.sum_prior_
+    assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == max(table, key=table.get)
+    assert clf.tau_ == p["tau_s"]
+    np.testing.assert_allclose(clf.gamma_, p["gamma"] / np.sqrt(p["spectral_scale"]))
+    assert np.mean(clf.transduction_ == y_true) > 0.9
+
+
+def test_classifier_sum_latent_and_covariance():
+    """The latent of the chosen prior; the spectral Laplace covariance at tau_s, gamma_."""
+    X, y, _ = _data()
+    clf = SpectralGraphClassifier("mgr", model="sum", n_eigs=10, cache=False).fit(X, y)
+    p = clf.sum_prior_
+    W, lam, V = clf.graph_.weights, clf.eigenvalues_, clf.eigenvectors_
+    labeled = np.flatnonzero(y != -1)
+    Sigma, _, _ = _dense_prior(W, lam, V, p["tau_s"], p["tau_f"], p["eps"], labeled)
+    Y = np.eye(3)[y[labeled]]
+    K = Sigma[np.ix_(labeled, labeled)] + p["gamma"] ** 2 * np.eye(labeled.size)
+    expected = Sigma[:, labeled] @ np.linalg.solve(K, Y)
+    got = clf.posterior_.latent(slice(None))
+    np.testing.assert_allclose(got, expected, atol=1e-8 * np.abs(expected).max())
+    H = np.diag(lam + clf.tau_**2) + V[labeled].T @ V[labeled] / clf.gamma_**2
+    np.testing.assert_allclose(clf.posterior_cov(), np.linalg.inv(H), rtol=1e-8)
+    np.testing.assert_array_equal(clf.predict(X), np.argmax(expected, axis=1))
+
+
+def test_sum_warm_refit_equals_cold():
+    X, y, y_true = _data()
+    more = y.copy()
+    new = np.flatnonzero(y == -1)[::5]  # 12 new labels on 9: the choice is made again
+    more[new] = y_true[new]
+    warm = SpectralGraphClassifier("mgr", model="sum", n_eigs=10, cache=False)
+    warm.fit(X, y).fit(X, more)
+    cold = SpectralGraphClassifier(
+        "mgr", model="sum", n_eigs=10, cache=False, warm_start=False
+    ).fit(X, more)
+    assert warm.sum_prior_["eps"] == cold.sum_prior_["eps"]
+    np.testing.assert_allclose(
+        warm.posterior_.latent(slice(None)),
+        cold.posterior_.latent(slice(None)),
+        rtol=1e-7,
+        atol=1e-9,
+    )
+    # Given tau and gamma, eps is chosen at every fit: warm equals cold for any growth.
+    one = y.copy()
+    one[new[0]] = y_true[new[0]]
+    params = dict(model="sum", n_eigs=10, cache=False, tau=0.1, gamma=0.2)
+    warm = SpectralGraphClassifier("mgr", **params).fit(X, y).fit(X, one)
+    cold = SpectralGraphClassifier("mgr", warm_start=False, **params).fit(X, one)
+    np.testing.assert_allclose(
+        warm.posterior_.latent(slice(None)),
+        cold.posterior_.latent(slice(None)),
+        rtol=1e-7,
+        atol=1e-9,
+    )
+    assert warm.sum_prior_["tau_f"] == warm.sum_prior_["tau_s"] == 0.1
+    assert warm.sum_prior_["gamma"] == 0.2
+
+
+def test_sum_refits_reuse_the_auto_choice(monkeypatch):
+    import skmcal.classifier as module
+
+    calls = []
+    select = module.select_sum_hyperparameters
+
+    def counting(spectral, full, targets, *args, **kwargs):
+        calls.append(len(targets))
+        return select(spectral, full, targets, *args, **kwargs)
+
+    monkeypatch.setattr(module, "select_sum_hyperparameters", counting)
+    X, y, y_true = _data()
+    order = np.flatnonzero(y == -1)
+    clf = SpectralGraphClassifier("mgr", model="sum", n_eigs=10, cache=False)
+    for extra in (0, 1, 2, 3):
+        more = y.copy()
+        more[order[:extra]] = y_true[order[:extra]]
+        clf.fit(X, more)
+    assert calls == [9, 12]
+
+
+def test_sum_beyond_the_green_budget_keeps_one_full_tau(monkeypatch):
+    import skmcal.classifier as module
+
+    X, y, _ = _data()
+    monkeypatch.setattr(module, "MAX_GREEN_BYTES", 8 * X.shape[0] * 10)  # 10 columns
+    clf = SpectralGraphClassifier("mgr", model="sum", n_eigs=10, cache=False).fit(X, y)
+    assert clf.sum_prior_["tau_f"] == SUM_FULL_TAUS[len(SUM_FULL_TAUS) // 2]
+
+
+@pytest.mark.parametrize(
+    "strategy", ["model_change", "vopt", "sopt", "uncertainty", "random_sampling"]
+)
+@pytest.mark.parametrize("batch", ["topk", "greedy"])
+def test_every_strategy_runs_with_the_sum_model(strategy, batch):
+    X, y, _ = _data()
+    clf = SpectralGraphClassifier("mgr", model="sum", n_eigs=10, cache=False).fit(X, y)
+    options = {"batch": batch}
+    rows, scores = getattr(query, strategy)(clf, X, 3, random_state=0, **options)
+    assert np.all(y[rows] == -1) and len(set(rows.tolist())) == 3
+    assert np.all(np.isfinite(scores))
+
+
+def test_sum_clone_params_and_grid_search():
+    X, y, y_true = _data()
+    clf = SpectralGraphClassifier("mgr", model="sum", nodes=NodeSet(X), n_eigs=10)
+    assert clone(clf).get_params()["model"] == "sum"
+    labeled = np.flatnonzero(y != -1)
+    more = np.concatenate([labeled, np.flatnonzero(y == -1)[::4]])
+    search = GridSearchCV(clf, {"n_neighbors": [5, 10]}, cv=3).fit(X[more], y_true[more])
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    assert search.best_score_ > 0.8
+
+
+@pytest.mark.parametrize("loss", ["ce", "logistic", "probit"])
+def test_sum_model_refuses_non_gaussian_losses(loss):
+    X, y, _ = _data(2 if loss != "ce" else 3)
+    with pytest.raises(
+        ValueError, match=f"model='sum' takes the Gaussian losses 'gr' and 'mgr'; got loss='{loss}'"
+    ):
+        SpectralGraphClassifier(loss, model="sum", n_eigs=10, cache=False).fit(X, y)
