@@ -173,18 +173,20 @@ def plot(name: str, stats: dict, configs: dict, path: Path) -> None:
     labels = sorted(
         handles, key=lambda label: rank.get(label.removeprefix("skmcal ").split(" ")[0], 99)
     )
-    fig.legend(
-        [handles[label] for label in labels],
-        labels,
-        loc="lower center",
-        ncol=min(len(labels), 8),
-        frameon=False,
-    )
     counts = sorted({s["acc"].shape[0] for s in stats.values()})
     trials = str(counts[0]) if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
     fig.suptitle(f"{name}: accuracy against labels, mean ± std over {trials} trials per method")
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
-    fig.savefig(path, dpi=110)
+    fig.tight_layout()
+    # Below the axes, whatever its number of rows; the saved box takes it in.
+    fig.legend(
+        [handles[label] for label in labels],
+        labels,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=min(len(labels), 8),
+        frameon=False,
+    )
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 
