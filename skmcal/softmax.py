@@ -25,18 +25,26 @@ What makes it fast (all of it inside this module):
   directly;
 - approximate values (float32 forms, optionally kept up to date through the
   look-aheads of a greedy batch) for screening, see
-  :mod:`skmcal.acquisition`;
+  :mod:`skmcal.acquisition`; with numba, the model-change values of many
+  candidates from their forms in one compiled pass
+  (:mod:`skmcal._ce_kernels`);
+- an upper bound of the model-change value that needs only the latent values
+  (:meth:`SoftmaxPosterior.change_bound`): screening skips the candidates
+  whose bound is below the values that matter;
 - pieces of ``CE_CHUNK`` candidates scored on ``n_threads`` threads
   (:meth:`skmcal.posterior.LaplacePosterior._in_pieces`).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
+import scipy.linalg
 
-from ._threads import with_small_algebra
+from ._ce_kernels import model_change_kernel
+from ._threads import small_algebra, with_small_algebra
 from .posterior import LaplacePosterior, LookAheadTerms, reduce_classes, zero_sum_basis
 
 #: Candidates are scored in pieces of about ``CE_CHUNK`` (large pieces, so
@@ -47,6 +55,14 @@ CE_CHUNK = 2048
 #: (``O(M^2 n_c^2)`` per node), above it from the products ``v_m v_m'`` with
 #: coefficients set up once per scoring (``O(M^3 n_c^3)``).
 DIRECT_MAX = 256
+
+#: Approximate model-change values of at least this many candidates come from
+#: the compiled kernel when numba is installed (its compilation, a few seconds
+#: once, cached on disk, pays off only on large calls).
+KERNEL_MIN = 20_000
+
+#: Formulas with a compiled kernel (formulas name theirs in a ``kernel`` attribute).
+_KERNELS = {"model_change": model_change_kernel}
 
 
 def spd_solve_batched(A, B):
@@ -93,6 +109,12 @@ class KeptForms:
         position = np.searchsorted(self.nodes, nodes)
         # np.take keeps the batch-last layout contiguous (G[:, :, position] does not)
         return np.take(self.G, position, axis=2), np.take(self.G2, position, axis=2)
+
+    def packed(self, nodes):
+        """The upper triangles of both forms of ``nodes``, stacked: ``(2 T, n)`` (see
+        :meth:`SoftmaxPosterior._packed_forms`)."""
+        rows, cols = np.triu_indices(self.G.shape[0])
+        return np.vstack([form[rows, cols] for form in self.take(nodes)])
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,11 +192,12 @@ class SoftmaxPosterior(LaplacePosterior):
         D = Dt.transpose(2, 1, 0)  # (n_c M, d, K)
         return 0.5 * (G + G.transpose(1, 0, 2)), np.ascontiguousarray(G2), D
 
-    def _product_forms(self, V, coefficients):
-        """Both forms of the nodes with eigenvector rows ``V`` from the products ``v_m v_m'``:
-        ``(2, d, d, K)``."""
+    @staticmethod
+    def _packed_forms(V, coefficients):
+        """The upper triangles (``np.triu_indices`` order) of ``G_k`` then of ``D_k' D_k``
+        of the nodes with eigenvector rows ``V``, from the products ``v_m v_m'``:
+        ``(2 T, K)``, ``T = d (d + 1) / 2``."""
         n_nodes, M = V.shape
-        d = self.n_classes - 1
         dtype = coefficients.dtype
         Vt = np.ascontiguousarray(V.T, dtype=dtype)
         products = np.empty((M * (M + 1) // 2, n_nodes), dtype=dtype)
@@ -182,8 +205,16 @@ class SoftmaxPosterior(LaplacePosterior):
         for m in range(M):
             np.multiply(Vt[m], Vt[m:], out=products[row : row + M - m])
             row += M - m
+        return coefficients @ products
+
+    def _product_forms(self, V, coefficients):
+        """Both forms of the nodes with eigenvector rows ``V`` from the products ``v_m v_m'``:
+        ``(2, d, d, K)``."""
+        n_nodes = V.shape[0]
+        d = self.n_classes - 1
+        dtype = coefficients.dtype
         class_rows, class_cols = np.triu_indices(d)
-        forms = (coefficients @ products).reshape(2, class_rows.size, n_nodes)
+        forms = self._packed_forms(V, coefficients).reshape(2, class_rows.size, n_nodes)
         G = np.empty((2, d, d, n_nodes), dtype=dtype)
         G[:, class_rows, class_cols] = forms
         G[:, class_cols, class_rows] = forms
@@ -244,13 +275,71 @@ class SoftmaxPosterior(LaplacePosterior):
         C4 = self.cov.reshape(n_c, M, n_c, M)
         return np.einsum("cmhn,m->nch", C4, direction) @ zero_sum_basis(n_c)
 
+    def _kernel_values(self, kernel, nodes, source):
+        """Approximate values of ``nodes`` by a compiled ``kernel`` (forms from ``source``)."""
+        V = self.eigenvectors[nodes]
+        if isinstance(source, str):
+            forms = self.forms.packed(nodes)
+        else:
+            forms = self._packed_forms(V, source)
+        latent = np.ascontiguousarray(self.latent(nodes, V).T)
+        values = np.empty(nodes.size)
+        kernel(forms, latent, zero_sum_basis(self.n_classes), self.gamma, values)
+        return values
+
     # ------------------------------------------------------------ protocol
     def kept_for(self, nodes) -> bool:
         return self.forms is not None and self.forms.covers(nodes)
 
+    @functools.cached_property
+    def _change_scale(self):
+        """The largest ``lambda`` with ``Y Y' <= lambda C~`` (``C~ = (E (x) I)' C (E (x) I)``,
+        ``Y = (E (x) I)' C``), or None where ``C~`` is not positive definite.
+
+        ``lambda_max(C~)`` when ``C`` maps the zero-sum subspace to itself, as
+        the covariances of every fit and look-ahead do; computed in general,
+        as the largest eigenvalue of the pencil.
+        """
+        E = zero_sum_basis(self.n_classes)
+        Y = reduce_classes(self.cov, E)
+        projected = reduce_classes(Y.T, E).T
+        last = projected.shape[0] - 1
+        try:
+            with small_algebra():
+                return float(
+                    scipy.linalg.eigh(
+                        Y @ Y.T, projected, eigvals_only=True, subset_by_index=[last, last]
+                    )[0]
+                )
+        except np.linalg.LinAlgError:
+            return None
+
+    @with_small_algebra
+    def change_bound(self, nodes):
+        """Upper bounds of the model-change values of ``nodes``, or None.
+
+        ``||D_k R_k||^2 <= lambda (1 / pi_j - 1) / 4`` with ``pi_j`` the
+        probability of the pseudo-label and ``lambda`` of
+        :attr:`_change_scale`: ``D_k' D_k <= lambda g^2 G_k`` and, with ``H =
+        B^1/2 G_k B^1/2`` and ``pi - e_j = -B e_j / pi_j``, ``g^2 R_k' G_k R_k
+        = w' (I + H)^-1 H (I + H)^-1 w <= ||w||^2 / 4`` for ``w = B^1/2 e_j /
+        pi_j``, ``||w||^2 = 1 / pi_j - 1``. Needs only the latent values.
+        """
+        scale = self._change_scale
+        if scale is None:
+            return None
+        Z = self.latent(np.asarray(nodes, dtype=np.intp)) / self.gamma
+        excess = np.exp(Z - Z.max(axis=1, keepdims=True)).sum(axis=1) - 1.0  # 1 / pi_j - 1
+        return np.sqrt(scale * excess / 4.0)
+
     @with_small_algebra  # the coefficients too: no idle BLAS threads spinning
     def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None):
-        """``formula(terms)`` per node; ``approximate``: float32 forms (kept ones if they cover)."""
+        """``formula(terms)`` per node; ``approximate``: float32 forms (kept ones if they cover).
+
+        Approximate values of a formula with a compiled kernel
+        (:data:`_KERNELS`) come from it when numba is installed, from
+        :data:`KERNEL_MIN` nodes.
+        """
         nodes = np.asarray(nodes, dtype=np.intp)
         if approximate and self.kept_for(nodes):
             source = "kept"
@@ -258,6 +347,12 @@ class SoftmaxPosterior(LaplacePosterior):
             source = self._form_coefficients().astype(np.float32)
         else:
             source = None if nodes.size <= DIRECT_MAX else self._form_coefficients()
+        compiled = _KERNELS.get(getattr(formula, "kernel", None))
+        kernel = compiled() if compiled and approximate and nodes.size >= KERNEL_MIN else None
+        if kernel is not None and not gain and survey is None:
+            return self._in_pieces(
+                lambda piece: self._kernel_values(kernel, piece, source), nodes, CE_CHUNK
+            )
         weighted = None if survey is None else self._survey_weights(survey)
 
         def piece_values(piece):
