@@ -5,8 +5,8 @@ per candidate, the class probabilities, the small solve of
 :meth:`skmcal.softmax.SoftmaxPosterior._solves` and the model-change value
 from the packed forms ``G_k`` and ``D_k' D_k``. In numpy each of these is a
 few dozen passes over arrays of ``CE_CHUNK`` candidates; here they run fused,
-over blocks of :data:`LANES` candidates whose intermediates stay in the
-first-level cache, the innermost loops over the block (so that they compile to
+over blocks of :data:`LANES` candidates (index ``q``) whose intermediates stay in
+the cache, the innermost loops over the block (so that they compile to
 vector instructions), in double precision. The values are approximate (their
 inputs, the forms, are single precision); exact values keep the numpy path.
 Without numba, :func:`model_change_kernel` is None and the numpy path scores.
@@ -69,114 +69,114 @@ def model_change_kernel():
             block[:, :width] = forms[:, start : start + width]
             u[:, :width] = latent[:, start : start + width]
             # class probabilities pi = softmax(u / gamma); the pseudo-label: the first argmax
-            for l in range(L):
-                top[l] = u[0, l]
-                label[l] = 0
+            for q in range(L):
+                top[q] = u[0, q]
+                label[q] = 0
             for c in range(1, n_c):
-                for l in range(L):
-                    if u[c, l] > top[l]:
-                        top[l] = u[c, l]
-                        label[l] = c
+                for q in range(L):
+                    if u[c, q] > top[q]:
+                        top[q] = u[c, q]
+                        label[q] = c
             total[:] = 0.0
             for c in range(n_c):
-                for l in range(L):
-                    pi[c, l] = np.exp(f32((u[c, l] - top[l]) * scale))
-                    total[l] += pi[c, l]
+                for q in range(L):
+                    pi[c, q] = np.exp(f32((u[c, q] - top[q]) * scale))
+                    total[q] += pi[c, q]
             for c in range(n_c):
-                for l in range(L):
-                    pi[c, l] /= total[l]
-                    s[c, l] = np.sqrt(pi[c, l])
+                for q in range(L):
+                    pi[c, q] /= total[q]
+                    s[c, q] = np.sqrt(pi[c, q])
             # E' pi, E' F = E' diag(s) - (E' pi) s', the residual E' (pi - yhat)
             for a in range(d):
-                for l in range(L):
-                    acc[l] = 0.0
+                for q in range(L):
+                    acc[q] = 0.0
                 for c in range(n_c):
-                    for l in range(L):
-                        acc[l] += basis[c, a] * pi[c, l]
-                for l in range(L):
-                    mean[a, l] = acc[l]
-                    r[a, l] = acc[l] - basis[label[l], a]
+                    for q in range(L):
+                        acc[q] += basis[c, a] * pi[c, q]
+                for q in range(L):
+                    mean[a, q] = acc[q]
+                    r[a, q] = acc[q] - basis[label[q], a]
                 for h in range(n_c):
-                    for l in range(L):
-                        F[a, h, l] = s[h, l] * (basis[h, a] - mean[a, l])
+                    for q in range(L):
+                        F[a, h, q] = s[h, q] * (basis[h, a] - mean[a, q])
             # G_k from its packed upper triangle
             row = 0
             for a in range(d):
                 for b in range(a, d):
-                    for l in range(L):
-                        G[a, b, l] = block[row, l]
-                        G[b, a, l] = block[row, l]
+                    for q in range(L):
+                        G[a, b, q] = block[row, q]
+                        G[b, a, q] = block[row, q]
                     row += 1
             # N = I + F' G F (Woodbury: eigenvalues >= 1), rhs = (G F)' r
             for a in range(d):
                 for h in range(n_c):
-                    for l in range(L):
-                        acc[l] = 0.0
+                    for q in range(L):
+                        acc[q] = 0.0
                     for b in range(d):
-                        for l in range(L):
-                            acc[l] += G[a, b, l] * F[b, h, l]
-                    for l in range(L):
-                        GF[a, h, l] = acc[l]
+                        for q in range(L):
+                            acc[q] += G[a, b, q] * F[b, h, q]
+                    for q in range(L):
+                        GF[a, h, q] = acc[q]
             for h in range(n_c):
                 for g in range(h, n_c):
-                    for l in range(L):
-                        acc[l] = f32(1.0) if g == h else f32(0.0)
+                    for q in range(L):
+                        acc[q] = f32(1.0) if g == h else f32(0.0)
                     for a in range(d):
-                        for l in range(L):
-                            acc[l] += F[a, h, l] * GF[a, g, l]
-                    for l in range(L):
-                        N[g, h, l] = acc[l]
-                for l in range(L):
-                    acc[l] = 0.0
+                        for q in range(L):
+                            acc[q] += F[a, h, q] * GF[a, g, q]
+                    for q in range(L):
+                        N[g, h, q] = acc[q]
+                for q in range(L):
+                    acc[q] = 0.0
                 for a in range(d):
-                    for l in range(L):
-                        acc[l] += GF[a, h, l] * r[a, l]
-                for l in range(L):
-                    z[h, l] = acc[l]
+                    for q in range(L):
+                        acc[q] += GF[a, h, q] * r[a, q]
+                for q in range(L):
+                    z[h, q] = acc[q]
             # Cholesky N = C C' (lower triangle in place), then C C' z = rhs
             for j in range(n_c):
                 for k in range(j):
-                    for l in range(L):
-                        N[j, j, l] -= N[j, k, l] * N[j, k, l]
-                for l in range(L):
-                    N[j, j, l] = np.sqrt(N[j, j, l])
+                    for q in range(L):
+                        N[j, j, q] -= N[j, k, q] * N[j, k, q]
+                for q in range(L):
+                    N[j, j, q] = np.sqrt(N[j, j, q])
                 for i in range(j + 1, n_c):
                     for k in range(j):
-                        for l in range(L):
-                            N[i, j, l] -= N[i, k, l] * N[j, k, l]
-                    for l in range(L):
-                        N[i, j, l] /= N[j, j, l]
+                        for q in range(L):
+                            N[i, j, q] -= N[i, k, q] * N[j, k, q]
+                    for q in range(L):
+                        N[i, j, q] /= N[j, j, q]
             for i in range(n_c):
                 for k in range(i):
-                    for l in range(L):
-                        z[i, l] -= N[i, k, l] * z[k, l]
-                for l in range(L):
-                    z[i, l] /= N[i, i, l]
+                    for q in range(L):
+                        z[i, q] -= N[i, k, q] * z[k, q]
+                for q in range(L):
+                    z[i, q] /= N[i, i, q]
             for i in range(n_c - 1, -1, -1):
                 for k in range(i + 1, n_c):
-                    for l in range(L):
-                        z[i, l] -= N[k, i, l] * z[k, l]
-                for l in range(L):
-                    z[i, l] /= N[i, i, l]
+                    for q in range(L):
+                        z[i, q] -= N[k, i, q] * z[k, q]
+                for q in range(L):
+                    z[i, q] /= N[i, i, q]
             # R_k = (r - F z) / gamma, then ||D_k R_k||^2 = R_k' (D_k' D_k) R_k
             for a in range(d):
-                for l in range(L):
-                    acc[l] = r[a, l]
+                for q in range(L):
+                    acc[q] = r[a, q]
                 for h in range(n_c):
-                    for l in range(L):
-                        acc[l] -= F[a, h, l] * z[h, l]
-                for l in range(L):
-                    step[a, l] = acc[l] * inverse
-            for l in range(L):
-                acc[l] = 0.0
+                    for q in range(L):
+                        acc[q] -= F[a, h, q] * z[h, q]
+                for q in range(L):
+                    step[a, q] = acc[q] * inverse
+            for q in range(L):
+                acc[q] = 0.0
             row = T
             for a in range(d):
                 for b in range(a, d):
-                    for l in range(L):
-                        term = block[row, l] * step[a, l] * step[b, l]
-                        acc[l] += term if a == b else f32(2.0) * term
+                    for q in range(L):
+                        term = block[row, q] * step[a, q] * step[b, q]
+                        acc[q] += term if a == b else f32(2.0) * term
                     row += 1
-            for l in range(width):
-                out[start + l] = np.sqrt(max(acc[l], 0.0))
+            for q in range(width):
+                out[start + q] = np.sqrt(max(acc[q], 0.0))
 
     return kernel
