@@ -37,7 +37,7 @@ def model_change_kernel():
     except ImportError:
         return None
 
-    @numba.njit(nogil=True, cache=False, error_model="numpy")
+    @numba.njit(nogil=True, cache=True, error_model="numpy")
     def kernel(forms, latent, basis, gamma, out):  # pragma: no cover - compiled
         n_c, d = basis.shape
         # a lane count the compiler does not know: loops of a constant count are

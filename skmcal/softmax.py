@@ -45,7 +45,13 @@ import scipy.linalg
 
 from ._ce_kernels import model_change_kernel
 from ._threads import small_algebra, with_small_algebra
-from .posterior import LaplacePosterior, LookAheadTerms, reduce_classes, zero_sum_basis
+from .posterior import (
+    SCORE_CHUNK,
+    LaplacePosterior,
+    LookAheadTerms,
+    reduce_classes,
+    zero_sum_basis,
+)
 
 #: Candidates are scored in pieces of about ``CE_CHUNK`` (large pieces, so
 #: that the many small numpy operations per candidate run over long arrays).
@@ -60,6 +66,10 @@ DIRECT_MAX = 256
 #: the compiled kernel when numba is installed (its compilation, a few seconds
 #: once, cached on disk, pays off only on large calls).
 KERNEL_MIN = 20_000
+
+#: Candidates per piece of the compiled path (the products ``v_m v_m'`` of a
+#: piece stay in cache for their matrix product).
+KERNEL_CHUNK = 512
 
 #: Formulas with a compiled kernel (formulas name theirs in a ``kernel`` attribute).
 _KERNELS = {"model_change": model_change_kernel}
@@ -170,6 +180,13 @@ class SoftmaxPosterior(LaplacePosterior):
         projected = reduce_classes(Y.T, E).T  # (E (x) I)' C (E (x) I)
         both = np.vstack([coefficients(projected).T / self.gamma**2, coefficients(Y @ Y.T).T])
         return np.ascontiguousarray(both)
+
+    @functools.cached_property
+    def _coefficients(self):
+        """:meth:`_form_coefficients` in double and single precision, computed once."""
+        with small_algebra():
+            both = self._form_coefficients()
+        return both, both.astype(np.float32)
 
     def _direct(self, nodes):
         """``(G_k, D_k' D_k, D_k)`` of a few nodes, from ``D_k = C V_k' E``.
@@ -328,9 +345,13 @@ class SoftmaxPosterior(LaplacePosterior):
         scale = self._change_scale
         if scale is None:
             return None
-        Z = self.latent(np.asarray(nodes, dtype=np.intp)) / self.gamma
-        excess = np.exp(Z - Z.max(axis=1, keepdims=True)).sum(axis=1) - 1.0  # 1 / pi_j - 1
-        return np.sqrt(scale * excess / 4.0)
+
+        def bound(piece):
+            Z = self.latent(piece) / self.gamma
+            excess = np.exp(Z - Z.max(axis=1, keepdims=True)).sum(axis=1) - 1.0  # 1 / pi_j - 1
+            return np.sqrt(scale * excess / 4.0)
+
+        return self._in_pieces(bound, np.asarray(nodes, dtype=np.intp), SCORE_CHUNK)
 
     @with_small_algebra  # the coefficients too: no idle BLAS threads spinning
     def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None):
@@ -344,14 +365,14 @@ class SoftmaxPosterior(LaplacePosterior):
         if approximate and self.kept_for(nodes):
             source = "kept"
         elif approximate:
-            source = self._form_coefficients().astype(np.float32)
+            source = self._coefficients[1]
         else:
-            source = None if nodes.size <= DIRECT_MAX else self._form_coefficients()
+            source = None if nodes.size <= DIRECT_MAX else self._coefficients[0]
         compiled = _KERNELS.get(getattr(formula, "kernel", None))
         kernel = compiled() if compiled and approximate and nodes.size >= KERNEL_MIN else None
         if kernel is not None and not gain and survey is None:
             return self._in_pieces(
-                lambda piece: self._kernel_values(kernel, piece, source), nodes, CE_CHUNK
+                lambda piece: self._kernel_values(kernel, piece, source), nodes, KERNEL_CHUNK
             )
         weighted = None if survey is None else self._survey_weights(survey)
 
@@ -369,7 +390,7 @@ class SoftmaxPosterior(LaplacePosterior):
         recomputing them (``O(M^2 n_c^2)``).
         """
         nodes = np.unique(np.asarray(nodes, dtype=np.intp))
-        coefficients = self._form_coefficients().astype(np.float32)
+        coefficients = self._coefficients[1]
         G, G2 = self._in_pieces(
             lambda piece: self._product_forms(self.eigenvectors[piece], coefficients),
             nodes,
