@@ -38,6 +38,7 @@ What makes it fast (all of it inside this module):
 from __future__ import annotations
 
 import functools
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -342,16 +343,18 @@ class SoftmaxPosterior(LaplacePosterior):
         = w' (I + H)^-1 H (I + H)^-1 w <= ||w||^2 / 4`` for ``w = B^1/2 e_j /
         pi_j``, ``||w||^2 = 1 / pi_j - 1``. Needs only the latent values.
         """
-        scale = self._change_scale
-        if scale is None:
-            return None
 
-        def bound(piece):
+        def excess(piece):  # 1 / pi_j - 1
             Z = self.latent(piece) / self.gamma
-            excess = np.exp(Z - Z.max(axis=1, keepdims=True)).sum(axis=1) - 1.0  # 1 / pi_j - 1
-            return np.sqrt(scale * excess / 4.0)
+            return np.exp(Z - Z.max(axis=1, keepdims=True)).sum(axis=1) - 1.0
 
-        return self._in_pieces(bound, np.asarray(nodes, dtype=np.intp), SCORE_CHUNK)
+        # lambda, and the coefficients of the screening that follows, meanwhile
+        with ThreadPoolExecutor(max_workers=1) as background:
+            scale = background.submit(lambda: (self._coefficients, self._change_scale)[1])
+            excesses = self._in_pieces(excess, np.asarray(nodes, dtype=np.intp), SCORE_CHUNK)
+        if scale.result() is None:
+            return None
+        return np.sqrt(scale.result() * excesses / 4.0)
 
     @with_small_algebra  # the coefficients too: no idle BLAS threads spinning
     def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None):
