@@ -7,9 +7,13 @@ from the packed forms ``G_k`` and ``D_k' D_k``. In numpy each of these is a
 few dozen passes over arrays of ``CE_CHUNK`` candidates; here they run fused,
 over blocks of :data:`LANES` candidates (index ``q``) whose intermediates stay in
 the cache, the innermost loops over the block (so that they compile to
-vector instructions), in double precision. The values are approximate (their
-inputs, the forms, are single precision); exact values keep the numpy path.
-Without numba, :func:`model_change_kernel` is None and the numpy path scores.
+vector instructions), in single precision (the exponents of the softmax in
+double: ``u / gamma`` is large for small ``gamma``). The values are
+approximate like their inputs, the float32 forms (about 1e-5 relative);
+exact values keep the numpy path. Without numba, :func:`model_change_kernel`
+is None and the numpy path scores. Measured at 100,000 candidates, 10
+classes, one core: 35 ms against 120 ms for the numpy path
+(``benchmarks/results/bench_scale_1m_ce.md``).
 """
 
 from __future__ import annotations
