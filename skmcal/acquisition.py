@@ -63,8 +63,9 @@ def _survey_drop(t):
 def _approximate(posterior, nodes, formula, top, bound, needs):
     """Approximate values of ``nodes`` and whether each was computed (see the module).
 
-    With upper bounds ``bound`` of the values, the ``max(PROBE, top)`` nodes of
-    the largest bounds are scored first; a node whose bound is below ``t -
+    With upper bounds ``bound(nodes)`` of the values (asked for above
+    ``max(PROBE, top)`` nodes), the ``max(PROBE, top)`` nodes of the largest
+    bounds are scored first; a node whose bound is below ``t -
     SCREEN_RTOL * max(bound)``, ``t`` the ``top``-th of their values, is below
     every value the screening keeps, and is not scored.
     """
@@ -75,16 +76,17 @@ def _approximate(posterior, nodes, formula, top, bound, needs):
             values[which] = posterior.evaluate(formula, nodes[which], approximate=True, **needs)
 
     first = max(PROBE, top)
-    if bound is None or bound.size <= first:
+    bound = None if bound is None or nodes.size <= first else bound(nodes)
+    if bound is None:
         score(slice(None))
         return values, np.ones(nodes.size, dtype=bool)
     probe = np.zeros(nodes.size, dtype=bool)
     probe[np.argpartition(bound, bound.size - first)[bound.size - first :]] = True
     score(probe)
-    first = values[probe]
-    if not np.all(np.isfinite(first)):
+    probed = values[probe]
+    if not np.all(np.isfinite(probed)):
         return values, probe
-    t = np.partition(first, first.size - top)[first.size - top]
+    t = np.partition(probed, probed.size - top)[probed.size - top]
     rest = ~probe & (bound >= t - SCREEN_RTOL * bound.max())
     score(rest)
     return values, probe | rest
@@ -105,8 +107,7 @@ def _values(posterior, nodes, formula, top, bound=None, **needs):
     if top is None or not posterior.screening or small:
         return exact(nodes)
     top = min(top, nodes.size)
-    bounds = None if bound is None or kept else bound(nodes)
-    values, scored = _approximate(posterior, nodes, formula, top, bounds, needs)
+    values, scored = _approximate(posterior, nodes, formula, top, None if kept else bound, needs)
     if not np.all(np.isfinite(values[scored])):  # overflow in single precision: no screening
         return exact(nodes)
     finite = values[scored]

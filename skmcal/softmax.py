@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.linalg
+from scipy.linalg import lapack
 
 from ._ce_kernels import model_change_kernel
 from ._threads import small_algebra, with_small_algebra
@@ -66,11 +67,16 @@ DIRECT_MAX = 256
 #: Approximate model-change values of at least this many candidates come from
 #: the compiled kernel when numba is installed (its compilation, a few seconds
 #: once, cached on disk, pays off only on large calls).
-KERNEL_MIN = 20_000
+KERNEL_MIN = 4096
 
 #: Candidates per piece of the compiled path (the products ``v_m v_m'`` of a
 #: piece stay in cache for their matrix product).
 KERNEL_CHUNK = 512
+
+#: Power steps for the scale of :meth:`SoftmaxPosterior.change_bound`, and the
+#: factor that raises it until proven an upper bound.
+SCALE_STEPS = 30
+SCALE_MARGIN = 1.002
 
 #: Formulas with a compiled kernel (formulas name theirs in a ``kernel`` attribute).
 _KERNELS = {"model_change": model_change_kernel}
@@ -167,7 +173,6 @@ class SoftmaxPosterior(LaplacePosterior):
         """
         n_c, M = self.n_classes, self.eigenvectors.shape[1]
         d = n_c - 1
-        E = zero_sum_basis(n_c)
         rows, cols = np.triu_indices(M)
         class_rows, class_cols = np.triu_indices(d)
         doubled = np.where(rows == cols, 1.0, 2.0)
@@ -177,10 +182,18 @@ class SoftmaxPosterior(LaplacePosterior):
             symmetric = 0.5 * (blocks + blocks.transpose(0, 2, 1))
             return symmetric[:, rows, cols].T * doubled[:, None]
 
-        Y = reduce_classes(self.cov, E)
-        projected = reduce_classes(Y.T, E).T  # (E (x) I)' C (E (x) I)
-        both = np.vstack([coefficients(projected).T / self.gamma**2, coefficients(Y @ Y.T).T])
+        projected, square = self._zero_sum_blocks
+        both = np.vstack([coefficients(projected).T / self.gamma**2, coefficients(square).T])
         return np.ascontiguousarray(both)
+
+    @functools.cached_property
+    def _zero_sum_blocks(self):
+        """``(C~, Y Y')``: ``C~ = (E (x) I)' C (E (x) I)`` and, with ``Y = (E (x) I)' C``,
+        ``Y Y' = (E (x) I)' C^2 (E (x) I)``, both ``(d M)``-square."""
+        E = zero_sum_basis(self.n_classes)
+        Y = reduce_classes(self.cov, E)
+        with small_algebra():
+            return reduce_classes(Y.T, E).T, Y @ Y.T
 
     @functools.cached_property
     def _coefficients(self):
@@ -311,26 +324,39 @@ class SoftmaxPosterior(LaplacePosterior):
 
     @functools.cached_property
     def _change_scale(self):
-        """The largest ``lambda`` with ``Y Y' <= lambda C~`` (``C~ = (E (x) I)' C (E (x) I)``,
-        ``Y = (E (x) I)' C``), or None where ``C~`` is not positive definite.
+        """A ``lambda`` with ``Y Y' <= lambda C~`` (:attr:`_zero_sum_blocks`), or None where
+        ``C~`` is not positive definite.
 
-        ``lambda_max(C~)`` when ``C`` maps the zero-sum subspace to itself, as
-        the covariances of every fit and look-ahead do; computed in general,
-        as the largest eigenvalue of the pencil.
+        The least such ``lambda`` is the largest eigenvalue of the pencil
+        ``(Y Y', C~)``: ``lambda_max(C~)`` where ``C`` maps the zero-sum
+        subspace to itself, as the covariances of every fit and look-ahead do.
+        That value from a few power steps on ``C~``, raised by
+        :data:`SCALE_MARGIN` until ``lambda C~ - Y Y'`` has a Cholesky factor
+        (the proof that it bounds), else the pencil's eigenvalue (``eigh``).
         """
-        E = zero_sum_basis(self.n_classes)
-        Y = reduce_classes(self.cov, E)
-        projected = reduce_classes(Y.T, E).T
-        last = projected.shape[0] - 1
-        try:
-            with small_algebra():
+        projected, square = self._zero_sum_blocks
+        x = np.ones(projected.shape[0])
+        for _ in range(SCALE_STEPS):
+            x = projected @ x
+            norm = np.linalg.norm(x)
+            if not norm > 0.0:  # C~ x = 0: C~ is singular
+                return None
+            x /= norm
+        scale = float(x @ projected @ x)
+        with small_algebra():
+            for _ in range(4):
+                scale *= SCALE_MARGIN
+                if lapack.dpotrf(scale * projected - square, lower=1, clean=0)[1] == 0:
+                    return scale
+            last = projected.shape[0] - 1
+            try:
                 return float(
                     scipy.linalg.eigh(
-                        Y @ Y.T, projected, eigvals_only=True, subset_by_index=[last, last]
+                        square, projected, eigvals_only=True, subset_by_index=[last, last]
                     )[0]
                 )
-        except np.linalg.LinAlgError:
-            return None
+            except np.linalg.LinAlgError:
+                return None
 
     @with_small_algebra
     def change_bound(self, nodes):

@@ -142,9 +142,9 @@ def test_change_bound_is_above_the_brute_force_values(n_classes, seed):
     bound = view.change_bound(nodes)
     assert np.all(bound >= exact * (1.0 - 1e-12))
     assert np.median(bound / exact) < 5.0  # not vacuous
-    # lambda: here the largest eigenvalue of the covariance on the zero-sum subspace
-    expected = np.linalg.eigvalsh(dense_zero_sum_covariance(view))[-1]
-    np.testing.assert_allclose(view._change_scale, expected, rtol=1e-10)
+    # lambda: here just above the largest eigenvalue of the covariance on the zero-sum subspace
+    largest = np.linalg.eigvalsh(dense_zero_sum_covariance(view))[-1]
+    assert largest <= view._change_scale <= 1.01 * largest
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
