@@ -44,6 +44,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.linalg
 from scipy.linalg import lapack
+from scipy.sparse.linalg import ArpackError, eigsh
 
 from ._ce_kernels import model_change_kernel
 from ._threads import small_algebra, with_small_algebra
@@ -73,9 +74,8 @@ KERNEL_MIN = 4096
 #: piece stay in cache for their matrix product).
 KERNEL_CHUNK = 512
 
-#: Power steps for the scale of :meth:`SoftmaxPosterior.change_bound`, and the
-#: factor that raises it until proven an upper bound.
-SCALE_STEPS = 30
+#: The factor that raises the scale of :meth:`SoftmaxPosterior.change_bound`
+#: until proven an upper bound.
 SCALE_MARGIN = 1.002
 
 #: Formulas with a compiled kernel (formulas name theirs in a ``kernel`` attribute).
@@ -330,21 +330,18 @@ class SoftmaxPosterior(LaplacePosterior):
         The least such ``lambda`` is the largest eigenvalue of the pencil
         ``(Y Y', C~)``: ``lambda_max(C~)`` where ``C`` maps the zero-sum
         subspace to itself, as the covariances of every fit and look-ahead do.
-        That value from a few power steps on ``C~``, raised by
+        That value by Lanczos on ``C~``, raised by
         :data:`SCALE_MARGIN` until ``lambda C~ - Y Y'`` has a Cholesky factor
         (the proof that it bounds), else the pencil's eigenvalue (``eigh``).
         """
         projected, square = self._zero_sum_blocks
-        x = np.ones(projected.shape[0])
-        for _ in range(SCALE_STEPS):
-            x = projected @ x
-            norm = np.linalg.norm(x)
-            if not norm > 0.0:  # C~ x = 0: C~ is singular
-                return None
-            x /= norm
-        scale = float(x @ projected @ x)
         with small_algebra():
-            for _ in range(4):
+            try:  # Lanczos, from a fixed start
+                start = np.ones(projected.shape[0])
+                scale = float(eigsh(projected, k=1, which="LA", tol=1e-6, v0=start)[0][0])
+            except ArpackError:
+                scale = np.inf
+            for _ in range(4 if np.isfinite(scale) and scale > 0.0 else 0):
                 scale *= SCALE_MARGIN
                 if lapack.dpotrf(scale * projected - square, lower=1, clean=0)[1] == 0:
                     return scale
