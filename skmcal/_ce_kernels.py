@@ -184,3 +184,37 @@ def model_change_kernel():
                 out[start + q] = np.sqrt(max(acc[q], 0.0))
 
     return kernel
+
+
+@functools.lru_cache(maxsize=1)
+def products_kernel():
+    """The compiled products ``v_m v_m'`` of many nodes, or None where numba is not installed.
+
+    ``kernel(rows, out)``: ``rows`` the ``(K, M)`` eigenvector rows; writes
+    into ``out`` (``(M (M + 1) / 2, K)``, float32) the products ``m <= m'`` in
+    ``np.triu_indices`` order, each the float32 product of the rows' float32
+    entries (as numpy computes them), in one call that holds no GIL.
+    """
+    try:
+        import numba
+    except ImportError:
+        return None
+
+    @numba.njit(nogil=True, cache=True)
+    def kernel(rows, out):  # pragma: no cover - compiled
+        n, M = rows.shape
+        columns = np.empty((M, n), dtype=np.float32)
+        for k in range(n):
+            for m in range(M):
+                columns[m, k] = rows[k, m]
+        row = 0
+        for m in range(M):
+            first = columns[m]
+            for second in range(m, M):
+                other = columns[second]
+                target = out[row]
+                for k in range(n):
+                    target[k] = first[k] * other[k]
+                row += 1
+
+    return kernel

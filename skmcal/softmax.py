@@ -46,7 +46,7 @@ import scipy.linalg
 from scipy.linalg import lapack
 from scipy.sparse.linalg import ArpackError, eigsh
 
-from ._ce_kernels import model_change_kernel
+from ._ce_kernels import model_change_kernel, products_kernel
 from ._threads import small_algebra, with_small_algebra
 from .posterior import (
     SCORE_CHUNK,
@@ -224,14 +224,18 @@ class SoftmaxPosterior(LaplacePosterior):
         return 0.5 * (G + G.transpose(1, 0, 2)), np.ascontiguousarray(G2), D
 
     @staticmethod
-    def _packed_forms(V, coefficients):
+    def _packed_forms(V, coefficients, fill=None):
         """The upper triangles (``np.triu_indices`` order) of ``G_k`` then of ``D_k' D_k``
         of the nodes with eigenvector rows ``V``, from the products ``v_m v_m'``:
-        ``(2 T, K)``, ``T = d (d + 1) / 2``."""
+        ``(2 T, K)``, ``T = d (d + 1) / 2``. ``fill``: the compiled products
+        (:func:`skmcal._ce_kernels.products_kernel`, float32 only)."""
         n_nodes, M = V.shape
         dtype = coefficients.dtype
-        Vt = np.ascontiguousarray(V.T, dtype=dtype)
         products = np.empty((M * (M + 1) // 2, n_nodes), dtype=dtype)
+        if fill is not None:
+            fill(V, products)
+            return coefficients @ products
+        Vt = np.ascontiguousarray(V.T, dtype=dtype)
         row = 0
         for m in range(M):
             np.multiply(Vt[m], Vt[m:], out=products[row : row + M - m])
@@ -312,7 +316,7 @@ class SoftmaxPosterior(LaplacePosterior):
         if isinstance(source, str):
             forms = self.forms.packed(nodes)
         else:
-            forms = self._packed_forms(V, source)
+            forms = self._packed_forms(V, source, products_kernel())
         latent = np.ascontiguousarray(self.latent(nodes, V).T)
         values = np.empty(nodes.size)
         kernel(forms, latent, zero_sum_basis(self.n_classes), self.gamma, values)

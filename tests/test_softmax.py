@@ -251,3 +251,12 @@ def test_fast_paths_break_ties_like_the_plain_screening(monkeypatch):
         fast_indices, fast_scores = picks(seed)
         np.testing.assert_array_equal(fast_indices, indices)
         np.testing.assert_array_equal(fast_scores, scores)
+
+
+@needs_numba
+def test_compiled_products_equal_numpy_products():
+    _clf, bf, view = ce_many_classes(10, 0)
+    V = view.eigenvectors[bf.unlabeled]
+    coefficients = view._coefficients[1]
+    compiled = view._packed_forms(V, coefficients, softmax.products_kernel())
+    np.testing.assert_array_equal(compiled, view._packed_forms(V, coefficients))
