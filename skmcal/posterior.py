@@ -19,7 +19,7 @@ is one of two families, with one protocol:
 The protocol (see :class:`LaplacePosterior`): ``latent(nodes)``,
 ``proba(nodes)``, ``cov_at(rows)``, ``evaluate(formula, nodes, ...)`` (the
 look-ahead terms of candidate nodes, given to an acquisition formula),
-``look_ahead(node)`` (the posterior after one more pseudo-labeled node) and
+``look_ahead(node)`` (the posterior after one more pseudo-labeled node),
 ``prepare(nodes)`` (state kept across the look-aheads of a greedy batch) and
 ``change_bound(nodes)`` (cheap upper bounds of model-change values, if any).
 
