@@ -12,7 +12,7 @@ double: ``u / gamma`` is large for small ``gamma``). The values are
 approximate like their inputs, the float32 forms (about 1e-5 relative);
 exact values keep the numpy path. Without numba, :func:`model_change_kernel`
 is None and the numpy path scores. Measured at 100,000 candidates, 10
-classes, one core: 35 ms against 120 ms for the numpy path
+classes, one core: about 40 ms against 135 ms for the numpy path
 (``benchmarks/results/bench_scale_1m_ce.md``).
 """
 
