@@ -21,9 +21,12 @@ exact. A posterior family with cheaper approximate values (``screening``:
 both families, in single precision) then scores every candidate
 approximately and rescores exactly those within ``SCREEN_RTOL`` (relative to
 the largest value) of the ``top``-th: as long as the approximation error
-stays below that margin (it is ~1e-6 of the largest value), the ``top``
+stays below that margin (it is ~1e-5 of the largest value), the ``top``
 largest returned values are the exact ones, and exact; the others keep
-single-precision accuracy.
+single-precision accuracy. Where the posterior bounds model-change values
+from above (``change_bound``: ce), the candidates of the ``PROBE`` largest
+bounds are scored first, and those whose bound falls below the margin of
+their ``top``-th value are not scored at all: their value is NaN.
 """
 
 from __future__ import annotations
@@ -36,10 +39,17 @@ from scipy.special import entr
 SCREEN_MIN = 1024
 SCREEN_RTOL = 1e-3
 
+#: Candidates scored first where values have upper bounds (those of the largest bounds).
+PROBE = 4096
+
 
 def _model_change(t):
     squared = np.einsum("ask,abk,bsk->k", t.step, t.gram, t.step)
     return np.sqrt(np.clip(squared, 0.0, None))
+
+
+# a posterior family may compute this formula's approximate values by a compiled kernel
+_model_change.kernel = "model_change"
 
 
 def _variance_drop(t):
@@ -50,23 +60,59 @@ def _survey_drop(t):
     return np.einsum("atk,abk,btk->k", t.survey, t.gain, t.survey)
 
 
-def _values(posterior, nodes, formula, top, **needs):
-    """``formula`` of the look-ahead terms of every node, screened when it pays."""
+def _approximate(posterior, nodes, formula, top, bound, needs):
+    """Approximate values of ``nodes`` and whether each was computed (see the module).
+
+    With upper bounds ``bound(nodes)`` of the values (asked for above
+    ``max(PROBE, top)`` nodes), the ``max(PROBE, top)`` nodes of the largest
+    bounds are scored first; a node whose bound is below ``t -
+    SCREEN_RTOL * max(bound)``, ``t`` the ``top``-th of their values, is below
+    every value the screening keeps, and is not scored.
+    """
+    values = np.full(nodes.size, np.nan)
+
+    def score(which):
+        with np.errstate(all="ignore"):  # overflow is detected by the caller
+            values[which] = posterior.evaluate(formula, nodes[which], approximate=True, **needs)
+
+    first = max(PROBE, top)
+    bound = None if bound is None or nodes.size <= first else bound(nodes)
+    if bound is None:
+        score(slice(None))
+        return values, np.ones(nodes.size, dtype=bool)
+    probe = np.zeros(nodes.size, dtype=bool)
+    probe[np.argpartition(bound, bound.size - first)[bound.size - first :]] = True
+    score(probe)
+    probed = values[probe]
+    if not np.all(np.isfinite(probed)):
+        return values, probe
+    t = np.partition(probed, probed.size - top)[probed.size - top]
+    rest = ~probe & (bound >= t - SCREEN_RTOL * bound.max())
+    score(rest)
+    return values, probe | rest
+
+
+def _values(posterior, nodes, formula, top, bound=None, **needs):
+    """``formula`` of the look-ahead terms of every node, screened when it pays.
+
+    ``bound(nodes)``: upper bounds of the values (or None) that screening may use.
+    """
     nodes = np.asarray(nodes, dtype=np.intp)
 
     def exact(which):
         return posterior.evaluate(formula, which, **needs)
 
-    small = nodes.size <= max(SCREEN_MIN, top or 0) and not posterior.kept_for(nodes)
+    kept = posterior.kept_for(nodes)
+    small = nodes.size <= max(SCREEN_MIN, top or 0) and not kept
     if top is None or not posterior.screening or small:
         return exact(nodes)
-    with np.errstate(all="ignore"):  # overflow is detected below
-        values = posterior.evaluate(formula, nodes, approximate=True, **needs).astype(np.float64)
-    if not np.all(np.isfinite(values)):  # overflow in single precision: no screening
+    top = min(top, nodes.size)
+    values, scored = _approximate(posterior, nodes, formula, top, None if kept else bound, needs)
+    if not np.all(np.isfinite(values[scored])):  # overflow in single precision: no screening
         return exact(nodes)
-    top = min(top, values.size)
-    kth = np.partition(values, values.size - top)[values.size - top]
-    shortlist = np.flatnonzero(values >= kth - SCREEN_RTOL * max(values.max(), 0.0))
+    finite = values[scored]
+    kth = np.partition(finite, finite.size - top)[finite.size - top]
+    shortlist = np.flatnonzero(scored & (values >= kth - SCREEN_RTOL * max(finite.max(), 0.0)))
     values[shortlist] = exact(nodes[shortlist])
     return values
 
@@ -76,9 +122,10 @@ def model_change(posterior, nodes, *, top=None):
 
     Binary: ``|F| / (1 + F' s_k) ||C v_k||``; mgr: ``||C v_k|| ||A' v_k -
     yhat|| / (gamma^2 + s_k)``; ce: ``||(1/g) C V_k' (I + B_k G_k)^-1 (pi_k -
-    yhat_k)||``. ``top``: see the module documentation.
+    yhat_k)||``. ``top``: see the module documentation (with ``top``, values
+    provably below the ``top`` largest may be NaN).
     """
-    return _values(posterior, nodes, _model_change, top, gain=False)
+    return _values(posterior, nodes, _model_change, top, posterior.change_bound, gain=False)
 
 
 def vopt(posterior, nodes, *, top=None):

@@ -19,8 +19,9 @@ is one of two families, with one protocol:
 The protocol (see :class:`LaplacePosterior`): ``latent(nodes)``,
 ``proba(nodes)``, ``cov_at(rows)``, ``evaluate(formula, nodes, ...)`` (the
 look-ahead terms of candidate nodes, given to an acquisition formula),
-``look_ahead(node)`` (the posterior after one more pseudo-labeled node) and
-``prepare(nodes)`` (state kept across the look-aheads of a greedy batch).
+``look_ahead(node)`` (the posterior after one more pseudo-labeled node),
+``prepare(nodes)`` (state kept across the look-aheads of a greedy batch) and
+``change_bound(nodes)`` (cheap upper bounds of model-change values, if any).
 
 **Look-ahead terms.** Adding node ``k`` with its pseudo-label moves the
 coefficients by ``-D_k R_k`` and the covariance by ``-D_k K_k D_k'``, where
@@ -241,6 +242,10 @@ class LaplacePosterior:
     def kept_for(self, nodes) -> bool:
         """Whether :meth:`prepare` state covers ``nodes`` (cheap approximate values)."""
         return False
+
+    def change_bound(self, nodes):
+        """Cheap upper bounds of the model-change values of ``nodes``, or None (none known)."""
+        return None
 
     def cov_at(self, rows):
         """Covariance of the latent values at eigenvector rows ``rows`` (``(n, M)``)."""

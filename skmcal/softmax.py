@@ -25,19 +25,36 @@ What makes it fast (all of it inside this module):
   directly;
 - approximate values (float32 forms, optionally kept up to date through the
   look-aheads of a greedy batch) for screening, see
-  :mod:`skmcal.acquisition`;
+  :mod:`skmcal.acquisition`; with numba, the model-change values of many
+  candidates from their forms in one compiled pass
+  (:mod:`skmcal._ce_kernels`);
+- an upper bound of the model-change value that needs only the latent values
+  (:meth:`SoftmaxPosterior.change_bound`): screening skips the candidates
+  whose bound is below the values that matter;
 - pieces of ``CE_CHUNK`` candidates scored on ``n_threads`` threads
   (:meth:`skmcal.posterior.LaplacePosterior._in_pieces`).
 """
 
 from __future__ import annotations
 
+import functools
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
+import scipy.linalg
+from scipy.linalg import lapack
+from scipy.sparse.linalg import ArpackError, eigsh
 
-from ._threads import with_small_algebra
-from .posterior import LaplacePosterior, LookAheadTerms, reduce_classes, zero_sum_basis
+from ._ce_kernels import model_change_kernel, products_kernel
+from ._threads import small_algebra, with_small_algebra
+from .posterior import (
+    SCORE_CHUNK,
+    LaplacePosterior,
+    LookAheadTerms,
+    reduce_classes,
+    zero_sum_basis,
+)
 
 #: Candidates are scored in pieces of about ``CE_CHUNK`` (large pieces, so
 #: that the many small numpy operations per candidate run over long arrays).
@@ -47,6 +64,22 @@ CE_CHUNK = 2048
 #: (``O(M^2 n_c^2)`` per node), above it from the products ``v_m v_m'`` with
 #: coefficients set up once per scoring (``O(M^3 n_c^3)``).
 DIRECT_MAX = 256
+
+#: Approximate model-change values of at least this many candidates come from
+#: the compiled kernel when numba is installed (its compilation, a few seconds
+#: once, cached on disk, pays off only on large calls).
+KERNEL_MIN = 4096
+
+#: Candidates per piece of the compiled path (the products ``v_m v_m'`` of a
+#: piece stay in cache for their matrix product).
+KERNEL_CHUNK = 512
+
+#: The factor that raises the scale of :meth:`SoftmaxPosterior.change_bound`
+#: until proven an upper bound.
+SCALE_MARGIN = 1.002
+
+#: Formulas with a compiled kernel (formulas name theirs in a ``kernel`` attribute).
+_KERNELS = {"model_change": model_change_kernel}
 
 
 def spd_solve_batched(A, B):
@@ -94,6 +127,12 @@ class KeptForms:
         # np.take keeps the batch-last layout contiguous (G[:, :, position] does not)
         return np.take(self.G, position, axis=2), np.take(self.G2, position, axis=2)
 
+    def packed(self, nodes):
+        """The upper triangles of both forms of ``nodes``, stacked: ``(2 T, n)`` (see
+        :meth:`SoftmaxPosterior._packed_forms`)."""
+        rows, cols = np.triu_indices(self.G.shape[0])
+        return np.vstack([form[rows, cols] for form in self.take(nodes)])
+
 
 @dataclass(frozen=True, eq=False)
 class SoftmaxPosterior(LaplacePosterior):
@@ -134,7 +173,6 @@ class SoftmaxPosterior(LaplacePosterior):
         """
         n_c, M = self.n_classes, self.eigenvectors.shape[1]
         d = n_c - 1
-        E = zero_sum_basis(n_c)
         rows, cols = np.triu_indices(M)
         class_rows, class_cols = np.triu_indices(d)
         doubled = np.where(rows == cols, 1.0, 2.0)
@@ -144,10 +182,25 @@ class SoftmaxPosterior(LaplacePosterior):
             symmetric = 0.5 * (blocks + blocks.transpose(0, 2, 1))
             return symmetric[:, rows, cols].T * doubled[:, None]
 
-        Y = reduce_classes(self.cov, E)
-        projected = reduce_classes(Y.T, E).T  # (E (x) I)' C (E (x) I)
-        both = np.vstack([coefficients(projected).T / self.gamma**2, coefficients(Y @ Y.T).T])
+        projected, square = self._zero_sum_blocks
+        both = np.vstack([coefficients(projected).T / self.gamma**2, coefficients(square).T])
         return np.ascontiguousarray(both)
+
+    @functools.cached_property
+    def _zero_sum_blocks(self):
+        """``(C~, Y Y')``: ``C~ = (E (x) I)' C (E (x) I)`` and, with ``Y = (E (x) I)' C``,
+        ``Y Y' = (E (x) I)' C^2 (E (x) I)``, both ``(d M)``-square."""
+        E = zero_sum_basis(self.n_classes)
+        Y = reduce_classes(self.cov, E)
+        with small_algebra():
+            return reduce_classes(Y.T, E).T, Y @ Y.T
+
+    @functools.cached_property
+    def _coefficients(self):
+        """:meth:`_form_coefficients` in double and single precision, computed once."""
+        with small_algebra():
+            both = self._form_coefficients()
+        return both, both.astype(np.float32)
 
     def _direct(self, nodes):
         """``(G_k, D_k' D_k, D_k)`` of a few nodes, from ``D_k = C V_k' E``.
@@ -170,20 +223,33 @@ class SoftmaxPosterior(LaplacePosterior):
         D = Dt.transpose(2, 1, 0)  # (n_c M, d, K)
         return 0.5 * (G + G.transpose(1, 0, 2)), np.ascontiguousarray(G2), D
 
-    def _product_forms(self, V, coefficients):
-        """Both forms of the nodes with eigenvector rows ``V`` from the products ``v_m v_m'``:
-        ``(2, d, d, K)``."""
+    @staticmethod
+    def _packed_forms(V, coefficients, fill=None):
+        """The upper triangles (``np.triu_indices`` order) of ``G_k`` then of ``D_k' D_k``
+        of the nodes with eigenvector rows ``V``, from the products ``v_m v_m'``:
+        ``(2 T, K)``, ``T = d (d + 1) / 2``. ``fill``: the compiled products
+        (:func:`skmcal._ce_kernels.products_kernel`, float32 only)."""
         n_nodes, M = V.shape
-        d = self.n_classes - 1
         dtype = coefficients.dtype
-        Vt = np.ascontiguousarray(V.T, dtype=dtype)
         products = np.empty((M * (M + 1) // 2, n_nodes), dtype=dtype)
+        if fill is not None:
+            fill(V, products)
+            return coefficients @ products
+        Vt = np.ascontiguousarray(V.T, dtype=dtype)
         row = 0
         for m in range(M):
             np.multiply(Vt[m], Vt[m:], out=products[row : row + M - m])
             row += M - m
+        return coefficients @ products
+
+    def _product_forms(self, V, coefficients):
+        """Both forms of the nodes with eigenvector rows ``V`` from the products ``v_m v_m'``:
+        ``(2, d, d, K)``."""
+        n_nodes = V.shape[0]
+        d = self.n_classes - 1
+        dtype = coefficients.dtype
         class_rows, class_cols = np.triu_indices(d)
-        forms = (coefficients @ products).reshape(2, class_rows.size, n_nodes)
+        forms = self._packed_forms(V, coefficients).reshape(2, class_rows.size, n_nodes)
         G = np.empty((2, d, d, n_nodes), dtype=dtype)
         G[:, class_rows, class_cols] = forms
         G[:, class_cols, class_rows] = forms
@@ -244,20 +310,100 @@ class SoftmaxPosterior(LaplacePosterior):
         C4 = self.cov.reshape(n_c, M, n_c, M)
         return np.einsum("cmhn,m->nch", C4, direction) @ zero_sum_basis(n_c)
 
+    def _kernel_values(self, kernel, nodes, source):
+        """Approximate values of ``nodes`` by a compiled ``kernel`` (forms from ``source``)."""
+        V = self.eigenvectors[nodes]
+        if isinstance(source, str):
+            forms = self.forms.packed(nodes)
+        else:
+            forms = self._packed_forms(V, source, products_kernel())
+        latent = np.ascontiguousarray(self.latent(nodes, V).T)
+        values = np.empty(nodes.size)
+        kernel(forms, latent, zero_sum_basis(self.n_classes), self.gamma, values)
+        return values
+
     # ------------------------------------------------------------ protocol
     def kept_for(self, nodes) -> bool:
         return self.forms is not None and self.forms.covers(nodes)
 
+    @functools.cached_property
+    def _change_scale(self):
+        """A ``lambda`` with ``Y Y' <= lambda C~`` (:attr:`_zero_sum_blocks`), or None where
+        ``C~`` is not positive definite.
+
+        The least such ``lambda`` is the largest eigenvalue of the pencil
+        ``(Y Y', C~)``: ``lambda_max(C~)`` where ``C`` maps the zero-sum
+        subspace to itself, as the covariances of every fit and look-ahead do.
+        That value by Lanczos on ``C~``, raised by
+        :data:`SCALE_MARGIN` until ``lambda C~ - Y Y'`` has a Cholesky factor
+        (the proof that it bounds), else the pencil's eigenvalue (``eigh``).
+        """
+        projected, square = self._zero_sum_blocks
+        with small_algebra():
+            try:  # Lanczos, from a fixed start
+                start = np.ones(projected.shape[0])
+                scale = float(eigsh(projected, k=1, which="LA", tol=1e-6, v0=start)[0][0])
+            except ArpackError:
+                scale = np.inf
+            for _ in range(4 if np.isfinite(scale) and scale > 0.0 else 0):
+                scale *= SCALE_MARGIN
+                if lapack.dpotrf(scale * projected - square, lower=1, clean=0)[1] == 0:
+                    return scale
+            last = projected.shape[0] - 1
+            try:
+                return float(
+                    scipy.linalg.eigh(
+                        square, projected, eigvals_only=True, subset_by_index=[last, last]
+                    )[0]
+                )
+            except np.linalg.LinAlgError:
+                return None
+
+    @with_small_algebra
+    def change_bound(self, nodes):
+        """Upper bounds of the model-change values of ``nodes``, or None.
+
+        ``||D_k R_k||^2 <= lambda (1 / pi_j - 1) / 4`` with ``pi_j`` the
+        probability of the pseudo-label and ``lambda`` of
+        :attr:`_change_scale`: ``D_k' D_k <= lambda g^2 G_k`` and, with ``H =
+        B^1/2 G_k B^1/2`` and ``pi - e_j = -B e_j / pi_j``, ``g^2 R_k' G_k R_k
+        = w' (I + H)^-1 H (I + H)^-1 w <= ||w||^2 / 4`` for ``w = B^1/2 e_j /
+        pi_j``, ``||w||^2 = 1 / pi_j - 1``. Needs only the latent values.
+        """
+
+        def excess(piece):  # 1 / pi_j - 1
+            Z = self.latent(piece) / self.gamma
+            return np.exp(Z - Z.max(axis=1, keepdims=True)).sum(axis=1) - 1.0
+
+        # lambda, and the coefficients of the screening that follows, meanwhile
+        with ThreadPoolExecutor(max_workers=1) as background:
+            scale = background.submit(lambda: (self._coefficients, self._change_scale)[1])
+            excesses = self._in_pieces(excess, np.asarray(nodes, dtype=np.intp), SCORE_CHUNK)
+        if scale.result() is None:
+            return None
+        return np.sqrt(scale.result() * excesses / 4.0)
+
     @with_small_algebra  # the coefficients too: no idle BLAS threads spinning
     def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None):
-        """``formula(terms)`` per node; ``approximate``: float32 forms (kept ones if they cover)."""
+        """``formula(terms)`` per node; ``approximate``: float32 forms (kept ones if they cover).
+
+        Approximate values of a formula with a compiled kernel
+        (:data:`_KERNELS`) come from it when numba is installed, from
+        :data:`KERNEL_MIN` nodes.
+        """
         nodes = np.asarray(nodes, dtype=np.intp)
         if approximate and self.kept_for(nodes):
             source = "kept"
         elif approximate:
-            source = self._form_coefficients().astype(np.float32)
+            source = self._coefficients[1]
         else:
-            source = None if nodes.size <= DIRECT_MAX else self._form_coefficients()
+            source = None if nodes.size <= DIRECT_MAX else self._coefficients[0]
+        compiled = _KERNELS.get(getattr(formula, "kernel", None))
+        kernel = compiled() if compiled and approximate and nodes.size >= KERNEL_MIN else None
+        if kernel is not None and not gain and survey is None:
+            return self._in_pieces(
+                lambda piece: self._kernel_values(kernel, piece, source), nodes, KERNEL_CHUNK
+            )
         weighted = None if survey is None else self._survey_weights(survey)
 
         def piece_values(piece):
@@ -274,7 +420,7 @@ class SoftmaxPosterior(LaplacePosterior):
         recomputing them (``O(M^2 n_c^2)``).
         """
         nodes = np.unique(np.asarray(nodes, dtype=np.intp))
-        coefficients = self._form_coefficients().astype(np.float32)
+        coefficients = self._coefficients[1]
         G, G2 = self._in_pieces(
             lambda piece: self._product_forms(self.eigenvectors[piece], coefficients),
             nodes,

@@ -16,6 +16,7 @@ import pytest
 
 from skmcal import acquisition, softmax
 from skmcal.acquisition import look_ahead
+from skmcal.posterior import zero_sum_basis
 
 from _oracle import LOOK_AHEAD_SETTINGS, assert_close, ce_many_classes, look_ahead_setup
 
@@ -85,7 +86,13 @@ def test_ce_greedy_batch_with_kept_forms_equals_rescoring_from_scratch():
     indices, scores = model_change(clf, bf.X, 4, batch="greedy", random_state=0)
     rows = np.flatnonzero(bf.y == -1)  # X is the node set: rows are nodes
     expected = choose(
-        view, acquisition.model_change, look_ahead, np.arange(bf.N), rows, 4, "greedy",
+        view,
+        acquisition.model_change,
+        look_ahead,
+        np.arange(bf.N),
+        rows,
+        4,
+        "greedy",
         np.random.RandomState(0),
     )
     np.testing.assert_array_equal(indices, expected[0])
@@ -96,3 +103,160 @@ def test_ce_forms_of_no_nodes():
     _clf, _bf, view = look_ahead_setup("ce", "auto")
     forms = view.prepare([]).forms
     assert forms.G.shape == forms.G2.shape == (2, 2, 0) and forms.nodes.size == 0
+
+
+# ------------------------------------------------------------------ fast paths
+# ce_many_classes with 2, 3 and 10 classes, two seeds each.
+FAST_SETUPS = [(n_classes, seed) for n_classes in (2, 3, 10) for seed in (0, 1)]
+
+needs_numba = pytest.mark.skipif(
+    softmax.model_change_kernel() is None, reason="the compiled kernel needs numba"
+)
+
+
+def every_fast_path(monkeypatch):
+    """Screening, pruning by the bound and the compiled kernel from the first candidate."""
+    monkeypatch.setattr(acquisition, "SCREEN_MIN", 0)
+    monkeypatch.setattr(acquisition, "PROBE", 3)
+    monkeypatch.setattr(softmax, "KERNEL_MIN", 0)
+
+
+def no_fast_path(monkeypatch):
+    """Screening with numpy's float32 values of every candidate, as before the fast paths."""
+    monkeypatch.setattr(acquisition, "SCREEN_MIN", 0)
+    monkeypatch.setattr(acquisition, "PROBE", 10**9)
+    monkeypatch.setattr(softmax, "KERNEL_MIN", 10**9)
+
+
+def dense_zero_sum_covariance(view):
+    """``(E (x) I)' C (E (x) I)``, densely."""
+    basis = np.kron(zero_sum_basis(view.n_classes), np.eye(view.eigenvectors.shape[1]))
+    return basis.T @ view.cov @ basis
+
+
+@pytest.mark.parametrize(("n_classes", "seed"), FAST_SETUPS)
+def test_change_bound_is_above_the_brute_force_values(n_classes, seed):
+    _clf, bf, view = ce_many_classes(n_classes, seed)
+    nodes = bf.unlabeled
+    exact = np.array([bf.model_change(k) for k in nodes])
+    bound = view.change_bound(nodes)
+    assert np.all(bound >= exact * (1.0 - 1e-12))
+    assert np.median(bound / exact) < 5.0  # not vacuous
+    # lambda: here just above the largest eigenvalue of the covariance on the zero-sum subspace
+    largest = np.linalg.eigvalsh(dense_zero_sum_covariance(view))[-1]
+    assert largest <= view._change_scale <= 1.01 * largest
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_change_bound_holds_for_a_covariance_that_mixes_the_subspaces(seed):
+    """Any positive definite covariance: lambda from the pencil (Y Y', C~), not lambda_max(C~)."""
+    _clf, bf, view = ce_many_classes(3, 0)
+    rng = np.random.RandomState(seed)
+    A = rng.randn(view.cov.shape[0], view.cov.shape[0])
+    mixed = replace(view, cov=view.cov + 0.05 * np.abs(view.cov).max() * (A @ A.T) / A.shape[0])
+    nodes = bf.unlabeled
+    exact = acquisition.model_change(mixed, nodes)
+    assert np.all(mixed.change_bound(nodes) >= exact * (1.0 - 1e-12))
+    assert mixed._change_scale > np.linalg.eigvalsh(dense_zero_sum_covariance(mixed))[-1]
+
+
+def test_no_change_bound_without_a_positive_definite_covariance():
+    _clf, bf, view = ce_many_classes(3, 0)
+    singular = replace(view, cov=np.zeros_like(view.cov))
+    assert singular.change_bound(bf.unlabeled) is None
+    assert acquisition.vopt(view, bf.unlabeled[:0]).shape == (0,)
+
+
+@needs_numba
+@pytest.mark.parametrize(("n_classes", "seed"), FAST_SETUPS)
+def test_compiled_values_match_the_brute_force_and_numpy_values(n_classes, seed, monkeypatch):
+    _clf, bf, view = ce_many_classes(n_classes, seed)
+    nodes = bf.unlabeled
+    exact = np.array([bf.model_change(k) for k in nodes])
+
+    def approximate(state):
+        return state.evaluate(acquisition._model_change, nodes, approximate=True, gain=False)
+
+    numpy_values = approximate(view)
+    monkeypatch.setattr(softmax, "KERNEL_MIN", 0)
+    compiled = approximate(view)
+    assert not np.array_equal(compiled, numpy_values)  # the kernel did run
+    for values in (numpy_values, compiled, approximate(view.prepare(nodes))):  # kept forms too
+        np.testing.assert_allclose(values, exact, rtol=2e-5, atol=1e-6 * exact.max())
+
+
+@pytest.mark.parametrize("batch", ["topk", "greedy"])
+@pytest.mark.parametrize(("n_classes", "seed"), FAST_SETUPS)
+def test_fast_paths_keep_the_picks_and_their_values(n_classes, seed, batch, monkeypatch):
+    from skmcal.query import model_change
+
+    clf, bf, _view = ce_many_classes(n_classes, seed)
+
+    def picks():
+        return model_change(clf, bf.X, 4, batch=batch, random_state=seed)
+
+    no_fast_path(monkeypatch)
+    indices, scores = picks()
+    every_fast_path(monkeypatch)
+    for kernel in (softmax.model_change_kernel, lambda: None):  # without numba: pruning alone
+        monkeypatch.setitem(softmax._KERNELS, "model_change", kernel)
+        fast_indices, fast_scores = picks()
+        np.testing.assert_array_equal(fast_indices, indices)
+        np.testing.assert_array_equal(fast_scores, scores)
+    monkeypatch.undo()
+    if batch == "topk":
+        assert_close(fast_scores, [bf.model_change(k) for k in indices])
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 10])
+def test_pruned_screening_scores_what_can_reach_the_top(n_classes, monkeypatch):
+    """Candidates left out (NaN) have a bound below the top values; the top stays exact."""
+    _clf, bf, view = ce_many_classes(n_classes, 0)
+    nodes = bf.unlabeled
+    exact = acquisition.model_change(view, nodes)
+    every_fast_path(monkeypatch)
+    screened = acquisition.model_change(view, nodes, top=2)
+    left_out = np.isnan(screened)
+    assert left_out.any() and not left_out.all()
+    kth = np.sort(exact)[-2]
+    assert np.all(view.change_bound(nodes)[left_out] < kth)
+    best = np.argsort(-exact, kind="stable")[:2]
+    np.testing.assert_array_equal(np.argsort(-np.nan_to_num(screened, nan=-1.0))[:2], best)
+    # exact (to rounding: the exact values of a batch of nodes may differ in the last bit)
+    np.testing.assert_allclose(screened[best], exact[best], rtol=1e-14)
+    np.testing.assert_allclose(screened[~left_out], exact[~left_out], rtol=2e-5)
+
+
+def test_fast_paths_break_ties_like_the_plain_screening(monkeypatch):
+    """Nodes with equal eigenvector rows tie exactly; the random order decides, as before."""
+    from skmcal.selection import choose
+
+    _clf, bf, view = ce_many_classes(3, 0)
+    V = view.eigenvectors
+    twins = np.vstack([V, V[bf.unlabeled]])  # every unlabeled node twice
+    state = replace(view, eigenvectors=twins)
+    rows = np.concatenate([bf.unlabeled, V.shape[0] + np.arange(bf.unlabeled.size)])
+
+    def picks(seed):
+        return choose(
+            state, lambda s, nodes: acquisition.model_change(s, nodes, top=4), look_ahead,
+            np.arange(twins.shape[0]), rows, 4, "topk", np.random.RandomState(seed),
+        )  # fmt: skip
+
+    for seed in range(3):
+        no_fast_path(monkeypatch)
+        indices, scores = picks(seed)
+        assert scores[0] == scores[1]  # the best node and its twin
+        every_fast_path(monkeypatch)
+        fast_indices, fast_scores = picks(seed)
+        np.testing.assert_array_equal(fast_indices, indices)
+        np.testing.assert_array_equal(fast_scores, scores)
+
+
+@needs_numba
+def test_compiled_products_equal_numpy_products():
+    _clf, bf, view = ce_many_classes(10, 0)
+    V = view.eigenvectors[bf.unlabeled]
+    coefficients = view._coefficients[1]
+    compiled = view._packed_forms(V, coefficients, softmax.products_kernel())
+    np.testing.assert_array_equal(compiled, view._packed_forms(V, coefficients))
