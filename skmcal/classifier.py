@@ -616,11 +616,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 return tau, gamma
             if last is not None:
                 return last[1], last[2]
-        # tau^2 above most kept eigenvalues flattens the prior over them (the
-        # smoothness is gone); with few labels the evidence can prefer it all
-        # the same (two moons, 6 labels, mgr: tau=1 and 65% accuracy).
-        cap = np.median(graph.eigenvalues)
-        taus = [t for t in DEFAULT_TAUS if t**2 <= cap] or DEFAULT_TAUS[:1]
+        taus = self._spectral_taus(graph)
         # "auto" gammas are relative to the spectral prior's scale (see
         # select_hyperparameters). The full-graph prior keeps the paper's scale
         # and grid (Newton losses, or gr/mgr whose Green's columns would not fit):
@@ -643,6 +639,21 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         )
         self._auto_choice = (n_labeled, tau, gamma)
         return tau, gamma
+
+    @staticmethod
+    def _spectral_taus(graph):
+        """:data:`~skmcal.evidence.DEFAULT_TAUS` with ``tau^2`` at most the median kept eigenvalue.
+
+        tau^2 above most kept eigenvalues flattens the prior over them (the
+        smoothness is gone); with few labels the evidence can prefer it all
+        the same (two moons, 6 labels, mgr: tau=1 and 65% accuracy).
+        """
+        cap = np.median(graph.eigenvalues)
+        return [t for t in DEFAULT_TAUS if t**2 <= cap] or list(DEFAULT_TAUS[:1])
+
+    def _n_threads(self):
+        """Scoring threads of the posterior: ``n_jobs`` resolved, None where not given."""
+        return None if self.n_jobs is None else effective_n_jobs(self.n_jobs)
 
     def _resolve_nodes(self, X):
         """The node set and the node index of every row of ``X``."""
@@ -832,7 +843,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         """The posterior of ``self.model`` (warm-started from ``previous`` if given)."""
         targets = loss.encode(codes, n_classes)
         prior = graph.eigenvalues + tau**2
-        n_threads = None if self.n_jobs is None else effective_n_jobs(self.n_jobs)
+        n_threads = self._n_threads()
         if self.model == "spectral":
             return fit_posterior(
                 loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma,
@@ -865,8 +876,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     def _sum_grids(self, graph):
         """The grids of ``model="sum"``: ``(taus_s, taus_f, gammas)``, a given value alone."""
         tau, gamma = self._tau_gamma()
-        cap = np.median(graph.eigenvalues)
-        taus_s = [t for t in DEFAULT_TAUS if t**2 <= cap] or list(DEFAULT_TAUS[:1])
+        taus_s = self._spectral_taus(graph)
         return (
             taus_s if tau is None else [tau],
             list(SUM_FULL_TAUS) if tau is None else [tau],
@@ -925,7 +935,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         # the unscaled spectral model at gamma = g / sqrt(c_s) has the same Laplace
         # covariance up to the factor a c_s, which no query strategy sees.
         gamma = g / np.sqrt(fit.spectral_scale)
-        n_threads = None if self.n_jobs is None else effective_n_jobs(self.n_jobs)
+        n_threads = self._n_threads()
         posterior = posterior_around(
             loss, graph.eigenvalues + tau_s**2, graph.eigenvectors, labeled_nodes, targets,
             gamma, fit.latent, n_threads=n_threads, n_iter=0, converged=fit.converged,

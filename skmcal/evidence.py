@@ -152,6 +152,12 @@ def _check_positive(name, value):
         raise ValueError(f"{name} must be a positive finite float; got {value!r}.")
 
 
+def _check_weight(eps):
+    """``eps`` of ``model="sum"``: a non-negative finite float."""
+    if not (np.isscalar(eps) and np.isfinite(eps) and eps >= 0):
+        raise ValueError(f"eps must be a non-negative finite float; got {eps!r}.")
+
+
 @with_small_algebra
 def log_evidence(loss, eigenvalues, P, targets, tau: float, gamma: float) -> float:
     """Log evidence of the spectral model at ``(tau, gamma)``.
@@ -491,8 +497,7 @@ def unit_scale(K) -> float:
 def _check_sum(spectral, full, targets, eps):
     spectral, Y, _ = _check_full(spectral, targets, None)
     full, _, _ = _check_full(full, targets, None)
-    if not (np.isscalar(eps) and np.isfinite(eps) and eps >= 0):
-        raise ValueError(f"eps must be a non-negative finite float; got {eps!r}.")
+    _check_weight(eps)
     return spectral, full, Y
 
 

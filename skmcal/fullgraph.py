@@ -54,7 +54,7 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 from sklearn.exceptions import ConvergenceWarning
 
 from ._threads import with_small_algebra
-from .evidence import _check_positive, unit_scale
+from .evidence import _check_positive, _check_weight, unit_scale
 from .fitting import ce_hessian
 from .losses import BinaryLoss, CrossEntropyLoss, MulticlassLoss
 from .posterior import zero_sum_basis
@@ -1299,8 +1299,7 @@ def fit_sum_graph(
         )
     for name, value in (("tau_s", tau_s), ("tau_f", tau_f), ("gamma", gamma)):
         _check_positive(name, value)
-    if not (np.isscalar(eps) and np.isfinite(eps) and eps >= 0):
-        raise ValueError(f"eps must be a non-negative finite float; got {eps!r}.")
+    _check_weight(eps)
     eigenvalues = np.asarray(eigenvalues, dtype=float)
     Ks = spectral_block(eigenvalues, eigenvectors, labeled, tau_s)
     Kf = green_block(weights, labeled, tau_f, tol=tol, solver=solver)
