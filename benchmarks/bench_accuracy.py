@@ -128,7 +128,8 @@ CONFIGS: dict[str, Config] = {
         for name, s, options in (
             ("mc", "mc", {}),
             ("unc", "unc", {}),
-            ("mc-greedy", "mc", {"batch": "greedy"}),
+            ("rand", "rand", {}),
+            *((f"{s}-greedy", s, {"batch": "greedy"}) for s in ("mc", "vopt", "sopt", "unc")),
         )
     },
     **{f"mgr:{s}": Config("skmcal", s, {"loss": "mgr"}, MULTI) for s in STRATEGIES},

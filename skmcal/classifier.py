@@ -37,7 +37,7 @@ from .evidence import (
     select_sum_hyperparameters,
     unit_scale,
 )
-from .fitting import fit_posterior, posterior_around
+from .fitting import fit_posterior, posterior_around, remainder_variance
 from .fullgraph import (
     MAX_GREEN_BYTES,
     class_offset,
@@ -862,15 +862,17 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 tol=self.tol, max_iter=self.max_iter, free_offset=loss.closed_form,
             )  # fmt: skip
             latent, n_iter, converged = solution.latent, solution.n_iter, solution.converged
-        offset = None
+        offset, nugget = None, 0.0
         if self.model == "full" and loss.closed_form:  # the offset fit_full_graph removed
             offset = (
                 offset_direction(graph.weights, np.arange(graph.n_nodes)),
                 class_offset(graph.weights, labeled_nodes, targets),
             )
+            nugget = remainder_variance(graph.eigenvalues, graph.weights, tau)
         return posterior_around(
             loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma, latent,
             n_threads=n_threads, n_iter=n_iter, converged=converged, offset=offset,
+            nugget=nugget,
         )  # fmt: skip
 
     def _sum_grids(self, graph):
@@ -885,7 +887,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
 
     def _fit_sum(self, loss, graph, labeled_nodes, codes, n_classes, warm):
         """``model="sum"``: hyperparameters by the evidence, the posterior mean, and the
-        spectral Laplace covariance around it; returns ``(posterior, tau_, gamma_)``.
+        spectral Laplace covariance around it (with the prior's remainder as white
+        noise); returns ``(posterior, tau_, gamma_)``.
 
         The grid (:data:`~skmcal.evidence.DEFAULT_TAUS` capped as for the
         spectral model, :data:`~skmcal.evidence.SUM_FULL_TAUS`,
@@ -931,14 +934,17 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             "amplitude": fit.amplitude,
             "spectral_scale": fit.spectral_scale, "full_scale": fit.full_scale,
         }  # fmt: skip
-        # The spectral part of the prior is a c_s V Lambda_tau^-1 V' and the noise a g^2:
-        # the unscaled spectral model at gamma = g / sqrt(c_s) has the same Laplace
-        # covariance up to the factor a c_s, which no query strategy sees.
+        # In units of a c_s (which no query strategy sees), the prior's projection on the
+        # eigenvectors is Lambda_s^-1 + r Lambda_f^-1 (r = eps c_f / c_s), its remainder
+        # r (L + tau_f^2 I)^-1's, and the noise gamma^2 = g^2 / c_s.
         gamma = g / np.sqrt(fit.spectral_scale)
-        n_threads = self._n_threads()
+        ratio = eps * fit.full_scale / fit.spectral_scale
+        lam = graph.eigenvalues
+        prior = 1.0 / (1.0 / (lam + tau_s**2) + ratio / (lam + tau_f**2))
+        nugget = ratio * remainder_variance(lam, graph.weights, tau_f)
         posterior = posterior_around(
-            loss, graph.eigenvalues + tau_s**2, graph.eigenvectors, labeled_nodes, targets,
-            gamma, fit.latent, n_threads=n_threads, n_iter=0, converged=fit.converged,
+            loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma, fit.latent,
+            n_threads=self._n_threads(), n_iter=0, converged=fit.converged, nugget=nugget,
         )  # fmt: skip
         return posterior, tau_s, float(gamma)
 
@@ -961,10 +967,6 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             place.resize(n, rest.size)
             weights = weights + place @ self.graph_.interpolation_weights(X[rest])
         return weights.tocsr()
-
-    def _spectral_rows(self, X):
-        """Eigenvector rows at ``X``: the rows' weights over the nodes times ``V``."""
-        return np.asarray(self._row_weights(X) @ self.eigenvectors_)
 
     def _node_latent(self):
         """Latent values of the nodes; exactly 0 (the prior mean) where no label reaches."""
@@ -1109,9 +1111,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             ``c * M + i`` is coefficient ``i`` of class ``c``).
             With ``X``: ``V_X C V_X'`` of shape ``(n, n)``; for ``ce``,
             ``(n * n_classes, n * n_classes)``, class-major (index ``c * n + r``
-            is the latent value of class ``c`` at row ``r``).
+            is the latent value of class ``c`` at row ``r``). ``model="full"``
+            and ``"sum"`` with ``gr``/``mgr`` add the prior's remainder outside
+            the kept eigenvectors as white noise (``C`` is then the covariance
+            of the coefficients of the rest; :mod:`skmcal.posterior`, "White-noise
+            remainder").
         """
         check_is_fitted(self)
         if X is None:
             return self.posterior_.cov.copy()
-        return self.posterior_.cov_at(self._spectral_rows(X))
+        return self.posterior_.latent_cov(self._row_weights(X))

@@ -14,6 +14,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from ._threads import with_small_algebra
@@ -368,11 +369,52 @@ def newton_map(loss, prior, P, targets, gamma, *, coef_init=None, max_iter=100, 
 
 
 @with_small_algebra
+def remainder_variance(eigenvalues, weights, tau) -> float:
+    """Variance of the white noise that stands for the prior's remainder.
+
+    The full graph's prior ``(L + tau^2 I)^-1`` is ``V Lambda_tau^-1 V'``
+    plus ``sum_{i > M} v_i v_i' / (lambda_i + tau^2)`` over the eigenpairs not
+    kept. With those eigenvalues replaced by their mean ``lbar = (tr L -
+    sum_{i <= M} lambda_i) / (n - M)``, the remainder is ``s (I - V V')``,
+    ``s = 1 / (lbar + tau^2)``; ``s`` is below every kept ``1 / (lambda_i +
+    tau^2)``. Returns 0 when every eigenpair is kept (or when ``lbar`` is not
+    above the largest kept eigenvalue, which only round-off at a degenerate
+    edge of the spectrum allows).
+
+    Parameters
+    ----------
+    eigenvalues : ndarray of shape (M,)
+        The kept (smallest) eigenvalues of ``L = I - D^-1/2 W D^-1/2``.
+    weights : sparse matrix of shape (n_nodes, n_nodes)
+        The affinity ``W``.
+    tau : float
+        The prior's shift.
+
+    Returns
+    -------
+    float
+    """
+    W = sp.csr_matrix(weights)
+    n, M = W.shape[0], np.size(eigenvalues)
+    if M >= n:
+        return 0.0
+    degrees = np.asarray(W.sum(axis=1)).ravel()
+    loops = W.diagonal()
+    trace = n - float(np.sum(loops[degrees > 0] / degrees[degrees > 0]))
+    mean = (trace - float(np.sum(eigenvalues))) / (n - M)
+    if not mean > float(np.max(eigenvalues)):  # round-off at a degenerate edge: none
+        return 0.0
+    return 1.0 / (mean + tau**2)
+
+
 def posterior_around(
     loss, prior, eigenvectors, labeled, targets, gamma, latent, *, n_threads=None,
-    offset=None, **fit_info,
+    offset=None, nugget=0.0, **fit_info,
 ):  # fmt: skip
     """The spectral Laplace covariance around latent values computed by another model.
+
+    With ``nugget``, the covariance of the model whose prior's remainder
+    outside ``eigenvectors`` is white noise (``gr``/``mgr``, below).
 
     A full-graph model (:mod:`skmcal.fullgraph`) gives latent values ``u`` at
     every node but no tractable covariance. Its posterior here is the
@@ -398,6 +440,14 @@ def posterior_around(
         value is compared with the target a label there would have been
         fitted as. ``targets`` are the encoded labels as given (the
         curvature of ``gr``/``mgr`` does not depend on them).
+    nugget : float, default=0
+        ``s``: the variance of the white noise that stands for the prior's
+        remainder outside ``eigenvectors`` (``gr``/``mgr``;
+        :func:`remainder_variance`). ``prior`` is then the precision of the
+        prior's projection on the eigenvectors, ``1 / prior > s``, and the
+        covariance is that of the coefficients with prior variance ``1 /
+        prior - s`` and noise ``gamma^2 + s`` at each labeled node
+        (:mod:`skmcal.posterior`, "White-noise remainder").
     **fit_info
         ``n_iter`` and ``converged`` of the model that computed ``latent``.
 
@@ -407,6 +457,11 @@ def posterior_around(
     """
     if offset is not None and not loss.closed_form:
         raise ValueError(f"offset takes the losses 'gr' and 'mgr'; got {loss.name!r}.")
+    if nugget:
+        return _posterior_with_remainder(
+            loss, prior, eigenvectors, labeled, gamma, latent, nugget,
+            n_threads=n_threads, offset=offset, **fit_info,
+        )  # fmt: skip
     P = eigenvectors[labeled]
     U = latent[labeled]
     M = prior.size
@@ -426,4 +481,32 @@ def posterior_around(
         loss, gamma, eigenvectors, coef, cho_inverse(cholesky(H)), base=latent,
         n_threads=n_threads, offset_direction=None if offset is None else offset[0],
         offset_coef=None if offset is None else offset[1], **fit_info,
+    )  # fmt: skip
+
+
+def _posterior_with_remainder(
+    loss, prior, eigenvectors, labeled, gamma, latent, nugget, *, n_threads, offset,
+    **fit_info,
+):  # fmt: skip
+    """:func:`posterior_around` with a white-noise remainder ``nugget`` (``gr``/``mgr``)."""
+    if not loss.closed_form:
+        raise ValueError(f"nugget takes the losses 'gr' and 'mgr'; got {loss.name!r}.")
+    if not (np.isfinite(nugget) and nugget > 0):
+        raise ValueError(f"nugget must be a positive finite number; got {nugget!r}.")
+    variance = 1.0 / np.asarray(prior, dtype=float) - nugget
+    if not np.all(variance > 0):
+        raise ValueError(
+            f"nugget must be below the prior variance 1 / prior of every eigenvector; got "
+            f"nugget={nugget!r} and a smallest variance of {float(np.min(1.0 / prior))!r}."
+        )
+    nodes, counts = np.unique(np.asarray(labeled, dtype=np.intp), return_counts=True)
+    P = eigenvectors[nodes]
+    H = (P.T / (gamma**2 / counts + nugget)) @ P
+    H[np.diag_indices_from(H)] += 1.0 / variance
+    coef = np.zeros((prior.size,) + latent.shape[1:])
+    return RankOnePosterior(
+        loss, gamma, eigenvectors, coef, cho_inverse(cholesky(H)), base=latent,
+        n_threads=n_threads, offset_direction=None if offset is None else offset[0],
+        offset_coef=None if offset is None else offset[1], nugget=float(nugget),
+        nugget_nodes=nodes, nugget_counts=counts, **fit_info,
     )  # fmt: skip

@@ -39,6 +39,27 @@ the targets less ``w c`` (``w = D^1/2 1``, ``c`` the labels' class offset,
 :func:`skmcal.fullgraph.class_offset`); its posterior carries ``w`` at every
 node and ``c``, and the look-ahead pseudo-targets are shifted the same way.
 
+**White-noise remainder** (``gr``/``mgr`` around a full-graph mean). The
+full graph's prior is ``V Lambda_tau^-1 V'`` plus a remainder outside the
+kept eigenvectors. A :class:`RankOnePosterior` with ``nugget = s > 0``
+replaces that remainder by ``s (I - V V')``, so that the latent values are
+``u = V alpha + beta``, ``alpha ~ N(0, Lambda_tau^-1 - s I)``, ``beta ~
+N(0, s I)`` independent at every node. A labeled node's ``beta_j`` then acts
+as extra noise: ``cov`` is the posterior of ``alpha`` with noise ``gamma^2 /
+n_j + s`` at a node labeled ``n_j`` times (``nugget_nodes``,
+``nugget_counts``). Adding an unlabeled node ``k`` moves ``alpha`` by ``C
+v_k r / S``, its own ``beta_k`` by ``s r / S`` (``S = gamma^2 + s + s_k``) and
+each labeled ``beta_j`` by ``-sigma_j v_j' delta alpha`` (``sigma_j = s / (s +
+gamma^2 / n_j)``), so over all nodes ::
+
+    D_k' D_k = ||C v_k||^2 - sum_j sigma_j (2 - sigma_j) (v_j' C v_k)^2 + 2 s s_k + s^2,
+
+``K_k = 1 / S`` and, for the survey direction ``1``, ``D_k' 1 = (V' 1 -
+V_L' sigma)' C v_k + s``. As labels accumulate, ``C`` shrinks and model change
+tends to the residual ``|r| s / (gamma^2 + s)``: it keeps sampling where the
+mean is unsure instead of following a covariance that no longer changes.
+docs/math.rst, "The remainder of the prior".
+
 Layouts: binary losses use ``coef`` of shape ``(M,)`` and ``cov`` of shape
 ``(M, M)``; ``mgr`` uses ``(M, n_classes)`` with one ``(M, M)`` covariance;
 ``ce`` uses ``(M, n_classes)`` with a ``(M n_classes, M n_classes)``
@@ -53,6 +74,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.linalg import lapack
 
 from ._threads import scoring_threads, small_algebra, with_small_algebra
@@ -251,6 +273,13 @@ class LaplacePosterior:
         """Covariance of the latent values at eigenvector rows ``rows`` (``(n, M)``)."""
         raise NotImplementedError
 
+    def latent_cov(self, weights):
+        """Covariance of the latent values at the rows of ``weights`` over the nodes.
+
+        ``weights``: ``(n, n_nodes)``, a node's own row or its neighbours' weights.
+        """
+        return self.cov_at(np.asarray(weights @ self.eigenvectors))
+
     def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None):
         """``formula(terms)`` of the look-ahead terms of ``nodes``, one value per node."""
         raise NotImplementedError
@@ -301,10 +330,55 @@ class RankOnePosterior(LaplacePosterior):
     :mod:`skmcal.acquisition`) compute it in single precision.
     """
 
+    #: ``s``, the variance of the white-noise remainder (0: none; see the module).
+    nugget: float = 0.0
+    #: Labeled nodes (distinct) and how often each is labeled (with ``nugget``).
+    nugget_nodes: np.ndarray | None = None
+    nugget_counts: np.ndarray | None = None
+
     screening = True
 
     def cov_at(self, rows):
         return rows @ self.cov @ rows.T
+
+    def latent_cov(self, weights):
+        if not self.nugget:
+            return super().latent_cov(weights)
+        # u = A alpha + independent noise, where A's row is v_i, or (1 - sigma_j) v_j at
+        # a labeled node, and the noise variance s, or s (1 - sigma_j) (see the module)
+        weights = sp.csr_matrix(weights)
+        sigma = self._shrink()
+        scale = np.ones(self.eigenvectors.shape[0])
+        scale[self.nugget_nodes] -= sigma
+        rows = weights @ (self.eigenvectors * scale[:, None])
+        noise = weights @ sp.diags(self.nugget * scale) @ weights.T
+        return self.cov_at(rows) + noise.toarray()
+
+    @property
+    def _noise(self) -> float:
+        """The loss scale of a new label's innovation: ``sqrt(gamma^2 + s)``."""
+        return float(np.sqrt(self.gamma**2 + self.nugget)) if self.nugget else self.gamma
+
+    def _shrink(self):
+        """``sigma_j = s / (s + gamma^2 / n_j)`` of the labeled nodes."""
+        return self.nugget / (self.nugget + self.gamma**2 / self.nugget_counts)
+
+    def column_sums(self):
+        """``V' 1``; with a remainder, ``V' 1 - V_L' sigma`` (see the module)."""
+        sums = self.eigenvectors.sum(axis=0)
+        if self.nugget:
+            sums = sums - self._shrink() @ self.eigenvectors[self.nugget_nodes]
+        return sums
+
+    @functools.cached_property
+    def _labeled_form(self):
+        """``F`` with ``||F' v_k||^2 = sum_j sigma_j (2 - sigma_j) (v_j' C v_k)^2``."""
+        sigma = self._shrink()
+        F = self.cov @ (self.eigenvectors[self.nugget_nodes].T * np.sqrt(sigma * (2.0 - sigma)))
+        if F.shape[1] > F.shape[0]:  # more labeled nodes than eigenvectors: an M x M factor
+            e, E = np.linalg.eigh(F @ F.T)
+            F = E * np.sqrt(np.clip(e, 0.0, None))
+        return F
 
     @functools.cached_property
     def _spectral_cov(self):
@@ -323,17 +397,23 @@ class RankOnePosterior(LaplacePosterior):
         rows = self.eigenvectors[nodes]
         product = rows.astype(basis.dtype, copy=False) @ basis
         M = weights.shape[0]
+        end = M + self.coef.size // M + (survey is not None)  # the remainder's form after
         # The latent values and the survey term in double precision, then every
         # entry squared in place (one pass over a contiguous array).
         projected = product[:, M : M + self.coef.size // M].astype(np.float64)
         u = self.latent(nodes, projected=projected if self.coef.ndim == 2 else projected[:, 0])
-        survey_term = None if survey is None else product[:, -1].astype(np.float64)
+        survey_term = None if survey is None else product[:, end - 1].astype(np.float64)
         np.square(product, out=product)
         s, gram = (product[:, :M] @ weights).T
+        if self.nugget:
+            nugget = self.nugget
+            gram = gram - product[:, end:].sum(axis=1) + nugget * (2.0 * s + nugget)
+            if survey_term is not None:
+                survey_term = survey_term + nugget
         targets = self.loss.pseudo_targets(u)
         if self.offset_coef is not None:
             targets = targets - np.multiply.outer(self.offset_direction[nodes], self.offset_coef)
-        grad, curv = self.loss.derivatives(u, targets, self.gamma)
+        grad, curv = self.loss.derivatives(u, targets, self._noise)
         denominator = 1.0 + curv * s
         # (s, K) in C order: the acquisition formulas reduce over the last axis.
         step = np.divide(grad.T if grad.ndim == 2 else grad[None], denominator, order="C")
@@ -350,6 +430,8 @@ class RankOnePosterior(LaplacePosterior):
         blocks = [Q, self.coef.reshape(d.size, -1)]
         if survey is not None:
             blocks.append((self.cov @ survey)[:, None])
+        if self.nugget:
+            blocks.append(self._labeled_form)
         return np.hstack(blocks).astype(dtype), np.column_stack([d, d * d]).astype(dtype)
 
     def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None):
@@ -366,4 +448,14 @@ class RankOnePosterior(LaplacePosterior):
         step = t.step[0, :, 0]
         change = np.multiply.outer(Cv, step) if self.coef.ndim == 2 else Cv * step[0]
         cov = self.cov - t.gain[0, 0, 0] * np.outer(Cv, Cv)
-        return replace(self, coef=self.coef - change, cov=0.5 * (cov + cov.T))
+        labeled = {}
+        if self.nugget:  # the node joins the labeled nodes whose beta is observed
+            nodes, counts = self.nugget_nodes, self.nugget_counts
+            at = np.searchsorted(nodes, node)
+            if at < nodes.size and nodes[at] == node:
+                counts = counts.copy()
+                counts[at] += 1
+            else:
+                nodes, counts = np.insert(nodes, at, node), np.insert(counts, at, 1)
+            labeled = {"nugget_nodes": nodes, "nugget_counts": counts}
+        return replace(self, coef=self.coef - change, cov=0.5 * (cov + cov.T), **labeled)

@@ -185,7 +185,8 @@ def test_classifier_sum_choice_is_the_dense_evidence_maximum(loss):
 
 
 def test_classifier_sum_latent_and_covariance():
-    """The latent of the chosen prior; the spectral Laplace covariance at tau_s, gamma_."""
+    """The latent of the chosen prior; the coefficients' covariance of the remainder model
+    (the prior's projection on V less the white noise s, noise gamma_^2 + s; units a c_s)."""
     X, y, _ = _data()
     clf = SpectralGraphClassifier("mgr", model="sum", n_eigs=10, cache=False).fit(X, y)
     p = clf.sum_prior_
@@ -197,7 +198,11 @@ def test_classifier_sum_latent_and_covariance():
     expected = Sigma[:, labeled] @ np.linalg.solve(K, Y)
     got = clf.posterior_.latent(slice(None))
     np.testing.assert_allclose(got, expected, atol=1e-8 * np.abs(expected).max())
-    H = np.diag(lam + clf.tau_**2) + V[labeled].T @ V[labeled] / clf.gamma_**2
+    ratio = p["eps"] * p["full_scale"] / p["spectral_scale"]
+    D = 1.0 / (lam + p["tau_s"] ** 2) + ratio / (lam + p["tau_f"] ** 2)
+    s = clf.posterior_.nugget
+    assert 0 < s < D.min()
+    H = np.diag(1.0 / (D - s)) + V[labeled].T @ V[labeled] / (clf.gamma_**2 + s)
     np.testing.assert_allclose(clf.posterior_cov(), np.linalg.inv(H), rtol=1e-8)
     np.testing.assert_array_equal(clf.predict(X), np.argmax(expected, axis=1))
 
