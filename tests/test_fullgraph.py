@@ -191,6 +191,10 @@ def test_chebyshev_smoother_is_the_chebyshev_residual_polynomial():
         base = np.zeros_like(R) if start is None else start
         np.testing.assert_allclose(X, base + dense @ (R - A @ base), atol=1e-12)
         np.testing.assert_allclose(residual, R - A @ X, atol=1e-12)
+        alone, none = _smooth(A, scale[:, None], steps, R, None if start is None else start.copy(),
+                              residual=False)  # fmt: skip
+        assert none is None
+        np.testing.assert_allclose(alone, X, atol=1e-12)
 
 
 def test_coarse_inverse_gives_the_cycle_of_the_coarse_factor():
