@@ -807,8 +807,10 @@ class FullGraphFit:
 def spectral_hessian(loss, prior, P, fit: FullGraphFit, gamma: float) -> np.ndarray:
     """Hessian of the spectral objective with the loss curvature of a full-graph fit.
 
-    The Laplace covariance around the full-graph MAP used by the acquisition
-    functions is the inverse of this matrix: the spectral model's posterior
+    The Laplace covariance around the full-graph MAP that the acquisition
+    functions use with ``logistic``, ``probit`` and ``ce`` is the inverse of
+    this matrix (``gr``/``mgr`` add the prior's remainder as white noise,
+    :func:`skmcal.fitting.posterior_around`): the spectral model's posterior
     precision ``Lambda_tau + P'HP`` with ``H`` taken at the full-graph latent
     values of the labeled nodes (an approximation: the exact covariance is
     ``(L + tau^2 I + P'HP)^-1`` over all nodes).
