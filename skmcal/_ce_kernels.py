@@ -25,6 +25,10 @@ import numpy as np
 #: Candidates handled together by the kernel (the innermost loop).
 LANES = 128
 
+#: Intervals of ``||u|| / sqrt(e)`` over which :func:`split_kernels`' bound before the
+#: step takes its largest value.
+INTERVALS = 8
+
 
 @functools.lru_cache(maxsize=1)
 def model_change_kernel():
@@ -247,13 +251,13 @@ def split_kernels():
         pi = np.empty((n_c, n), dtype=f32)
         top = np.empty(n)
         total = np.zeros(n)
-        quarter = np.empty(n, dtype=f32)
-        used = np.zeros(n, dtype=f32)
-        acc = np.empty(n, dtype=f32)
+        limits = np.empty((r, n), dtype=f32)  # ||B^1/2 E p_i||^2 / g^2
         mean = np.empty(n, dtype=f32)
-        spread = np.empty(n, dtype=f32)
+        budget = np.empty(n, dtype=f32)
+        best = np.zeros(n, dtype=f32)
+        acc = np.empty(n, dtype=f32)
         scale = 1.0 / gamma
-        factor = f32(4.0 / (gamma * gamma))
+        factor = f32(1.0 / (gamma * gamma))
         for k in range(n):
             top[k] = latent[0, k]
         for c in range(1, n_c):
@@ -264,30 +268,40 @@ def split_kernels():
                 value = np.exp((latent[c, k] - top[k]) * scale)
                 pi[c, k] = f32(value)
                 total[k] += value
-        for k in range(n):  # the top class has exp(0) = 1: 1 / pi_j - 1 = total - 1
-            quarter[k] = f32((total[k] - 1.0) / 4.0)
-            acc[k] = f32(rest) * quarter[k]
         for c in range(n_c):
             for k in range(n):
                 pi[c, k] = f32(pi[c, k] / total[k])
         for i in range(r):
             mean[:] = 0.0
-            spread[:] = 0.0
+            limits[i] = 0.0
             for c in range(n_c):
                 for k in range(n):
                     mean[k] += pi[c, k] * projections[i, c, k]
             for c in range(n_c):
                 for k in range(n):
                     gap = projections[i, c, k] - mean[k]
-                    spread[k] += pi[c, k] * gap * gap
-            weight = f32(weights[i])
+                    limits[i, k] += pi[c, k] * gap * gap
             for k in range(n):
-                limit = min(quarter[k], factor * quarter[k] * spread[k])
-                share = max(min(limit, quarter[k] - used[k]), f32(0.0))
-                used[k] += limit
-                acc[k] += weight * share
-        for k in range(n):
-            out[k] = np.sqrt(acc[k])
+                limits[i, k] *= factor
+        # ||u|| = t sqrt(e), t in [0, 1]: g^2 R' G R <= e t (1 - t), (p_i' R)^2 <= e t^2 limit_i;
+        # the largest over each interval of t, from the ends of the interval
+        for interval in range(INTERVALS):
+            low, high = interval / INTERVALS, (interval + 1) / INTERVALS
+            share = 0.25 if low <= 0.5 <= high else max(low * (1 - low), high * (1 - high))
+            for k in range(n):
+                budget[k] = f32(share)
+                acc[k] = f32(rest * share)
+            square = f32(high * high)
+            for i in range(r):
+                weight = f32(weights[i])
+                for k in range(n):
+                    taken = min(square * limits[i, k], budget[k])
+                    budget[k] -= taken
+                    acc[k] += weight * taken
+            for k in range(n):
+                best[k] = max(best[k], acc[k])
+        for k in range(n):  # times e = 1 / pi_j - 1 = total - 1 (the top class has exp(0) = 1)
+            out[k] = np.sqrt(best[k] * f32(total[k] - 1.0))
 
     @numba.njit(nogil=True, cache=True, error_model="numpy")
     def after(projections, chosen, steps, basis, quadratic, rest, weights, out):  # pragma: no cover

@@ -149,14 +149,17 @@ class ChangeSplit:
     by :data:`SCALE_MARGIN`. With ``y = W_k R_k`` (``W_k = I (x) v_k``) the
     model-change value is ``||D_k R_k||^2 = y' Y Y' y <= rest y' C~ y + sum_i
     weights_i (c_i' y)^2``, where ``y' C~ y = g^2 R_k' G_k R_k`` and ``c_i' y =
-    p_i' R_k``, ``p_i = W_k' c_i``: given the step (:meth:`after`), a bound
-    without ``D_k' D_k``. Before the step (:meth:`before`), with ``g R_k = -E'
-    B^1/2 (I + H)^-1 w`` (:meth:`SoftmaxPosterior.change_bound`): ``g^2 R_k'
-    G_k R_k <= ||w||^2 / 4 = e / 4`` (``e = 1 / pi_j - 1``), ``(p_i' R_k)^2 <=
-    ||B^1/2 E p_i||^2 e / g^2``, and the ``(c_i' y)^2`` sum to at most ``e /
-    4`` (the generalized eigenvectors ``u_i`` span, ``y' C~ y = sum over all
-    of them``): a bound without ``G_k``, the largest weights taking as much as
-    their own limits allow.
+    p_i' R_k``, ``p_i = W_k' c_i``: given the step, a bound without ``D_k'
+    D_k``. Before the step, with ``g R_k = -E' B^1/2 u``, ``u = (I + H)^-1 w``
+    (:meth:`SoftmaxPosterior.change_bound`): ``g^2 R_k' G_k R_k = u' H u``,
+    ``(p_i' R_k)^2 = (q_i' u)^2 / g^2 <= ||q_i||^2 ||u||^2 / g^2`` (``q_i =
+    B^1/2 E p_i``), the ``(c_i' y)^2`` sum to ``u' H u`` (over all the
+    generalized eigenvectors), and ``e = ||w||^2 = ||u||^2 + 2 u' H u + ||H
+    u||^2 >= (||u|| + u' H u / ||u||)^2``: with ``||u|| = t sqrt(e)``, ``u' H
+    u <= e t (1 - t)``. The largest value of the bound under these
+    constraints, over intervals of ``t`` (the largest weights take as much as
+    their limits allow), is a bound without ``G_k``. Both bounds:
+    :func:`skmcal._ce_kernels.split_kernels`.
 
     ``basis``: the rows ``E c_i`` (the class blocks of ``c_i``, ``(d, M)``,
     mapped by the zero-sum basis ``E`` to ``(n_c, M)``), stacked to ``(r n_c,
@@ -170,27 +173,6 @@ class ChangeSplit:
     def projections(self, Vt):
         """``E p_i`` of nodes with float32 eigenvector rows ``Vt`` (``(M, K)``): ``(r, n_c, K)``."""
         return (self.basis @ Vt).reshape(self.weights.size, -1, Vt.shape[1])
-
-    def before(self, projections, Pi, gamma):
-        """The bounds of nodes from their projections and class probabilities ``Pi``
-        (``(K, n_c)``) alone."""
-        P = projections.astype(np.float64)
-        Pi = Pi.T  # (n_c, K)
-        top = Pi.max(axis=0)
-        quarter = (1.0 / top - 1.0) / 4.0  # e / 4
-        mean = np.einsum("ck,ick->ik", Pi, P)
-        spread = np.einsum("ck,ick->ik", Pi, P * P) - mean * mean  # ||B^1/2 E p_i||^2
-        limits = np.minimum(quarter, 4.0 * quarter * np.clip(spread, 0.0, None) / gamma**2)
-        earlier = np.cumsum(limits, axis=0) - limits
-        share = np.clip(np.minimum(limits, quarter - earlier), 0.0, None)
-        return np.sqrt(self.rest * quarter + self.weights @ share)
-
-    def after(self, projections, steps, quadratic):
-        """The bounds (float32) of nodes from their projections, the steps ``E R_k``
-        (``(n_c, K)``) and ``g^2 R_k' G_k R_k`` (``(K,)``)."""
-        along = np.einsum("ick,ck->ik", projections, steps)
-        squared = self.rest * quadratic + self.weights.astype(np.float32) @ (along * along)
-        return np.sqrt(squared)
 
 
 @dataclass(frozen=True, eq=False)
