@@ -330,3 +330,34 @@ def split_kernels():
             out[k] = np.sqrt(acc[k])
 
     return before, after
+
+
+@functools.lru_cache(maxsize=1)
+def step_values_kernel():
+    """The compiled model-change values from the steps, or None where numba is not installed.
+
+    ``kernel(square, steps, out)``: ``square`` the packed ``D_k' D_k`` (``(T,
+    K)``, ``np.triu_indices(d)`` order), ``steps`` the ``R_k`` (``(d, K)``);
+    writes ``sqrt(R_k' (D_k' D_k) R_k)`` into ``out`` (``(K,)``, float32).
+    """
+    try:
+        import numba
+    except ImportError:
+        return None
+
+    @numba.njit(nogil=True, cache=True, error_model="numpy")
+    def kernel(square, steps, out):  # pragma: no cover - compiled
+        d, n = steps.shape
+        f32 = np.float32
+        acc = np.zeros(n, dtype=f32)
+        row = 0
+        for a in range(d):
+            for b in range(a, d):
+                weight = f32(1.0) if a == b else f32(2.0)
+                for k in range(n):
+                    acc[k] += weight * square[row, k] * steps[a, k] * steps[b, k]
+                row += 1
+        for k in range(n):
+            out[k] = np.sqrt(max(acc[k], f32(0.0)))
+
+    return kernel

@@ -46,7 +46,12 @@ import scipy.linalg
 from scipy.linalg import lapack
 from scipy.sparse.linalg import ArpackError, eigsh
 
-from ._ce_kernels import model_change_kernel, products_kernel, split_kernels
+from ._ce_kernels import (
+    model_change_kernel,
+    products_kernel,
+    split_kernels,
+    step_values_kernel,
+)
 from ._threads import small_algebra, with_small_algebra
 from .posterior import (
     SCORE_CHUNK,
@@ -372,12 +377,12 @@ class SoftmaxPosterior(LaplacePosterior):
         kernel(G, latent, zero_sum_basis(self.n_classes), self.gamma, steps, quadratic)
         return steps, quadratic
 
-    def _step_values(self, square, steps):
-        """``sqrt(R_k' (D_k' D_k) R_k)`` from the packed ``D_k' D_k`` and the steps."""
-        rows, cols = np.triu_indices(steps.shape[0])
-        weights = np.where(rows == cols, 1.0, 2.0).astype(steps.dtype)[:, None]
-        squared = np.einsum("tk,tk->k", square, weights * steps[rows] * steps[cols])
-        return np.sqrt(np.clip(squared, 0.0, None))
+    @staticmethod
+    def _step_values(square, steps):
+        """``sqrt(R_k' (D_k' D_k) R_k)`` from the packed ``D_k' D_k`` and the steps (compiled)."""
+        values = np.empty(steps.shape[1], np.float32)
+        step_values_kernel()(square, steps, values)
+        return values
 
     def _kernel_values(self, kernel, nodes, source):
         """Approximate values of ``nodes`` by a compiled ``kernel`` (forms from ``source``)."""

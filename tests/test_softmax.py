@@ -322,7 +322,8 @@ def test_a_floor_leaves_out_only_values_below_it(n_classes, seed, monkeypatch):
     left_out = screened == -np.inf
     assert left_out.any() and not left_out.all()
     assert np.all(exact[left_out] < floor)
-    np.testing.assert_allclose(screened[~left_out], plain[~left_out], rtol=1e-6)
+    # the same float32 forms (from products of another shape: to single precision)
+    np.testing.assert_allclose(screened[~left_out], plain[~left_out], rtol=1e-5)
 
 
 @pytest.mark.parametrize("n_classes", [2, 3, 10])
