@@ -177,7 +177,8 @@ class ChangeSplit:
 
     def projections(self, Vt):
         """``E p_i`` of nodes with float32 eigenvector rows ``Vt`` (``(M, K)``): ``(r, n_c, K)``."""
-        return (self.basis @ Vt).reshape(self.weights.size, -1, Vt.shape[1])
+        rank = self.weights.size
+        return (self.basis @ Vt).reshape(rank, self.basis.shape[0] // rank, Vt.shape[1])
 
 
 @dataclass(frozen=True, eq=False)

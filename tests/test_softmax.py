@@ -324,6 +324,9 @@ def test_a_floor_leaves_out_only_values_below_it(n_classes, seed, monkeypatch):
     assert np.all(exact[left_out] < floor)
     # the same float32 forms (from products of another shape: to single precision)
     np.testing.assert_allclose(screened[~left_out], plain[~left_out], rtol=1e-5)
+    assert view.evaluate(
+        acquisition._model_change, nodes[:0], approximate=True, gain=False, floor=floor
+    ).shape == (0,)
 
 
 @pytest.mark.parametrize("n_classes", [2, 3, 10])
