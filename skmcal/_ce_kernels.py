@@ -11,9 +11,13 @@ loops over the block (so that they compile to vector instructions), in single
 precision (the exponents of the softmax in double: ``u / gamma`` is large for
 small ``gamma``). The results are approximate like their inputs, the float32
 forms (about 1e-5 relative); exact values keep the numpy path. Without numba,
-:func:`model_change_kernel` is None and the numpy path scores. Measured at
-100,000 candidates, 10 classes, one core: about 40 ms against 135 ms for the
-numpy path (``benchmarks/results/bench_scale_1m_ce.md``).
+the kernels are None and the numpy path scores. Measured at 100,000
+candidates, 10 classes, one core: the solves and values about 40 ms against
+135 ms for the numpy path (``benchmarks/results/bench_scale_1m_ce.md``).
+Besides: the values from the steps and ``D_k' D_k``
+(:func:`step_values_kernel`), the products ``v_m v_m'``
+(:func:`products_kernel`) and the bounds of
+:class:`skmcal.softmax.ChangeSplit` (:func:`split_kernels`).
 """
 
 from __future__ import annotations

@@ -30,7 +30,10 @@ What makes it fast (all of it inside this module):
   (:mod:`skmcal._ce_kernels`);
 - an upper bound of the model-change value that needs only the latent values
   (:meth:`SoftmaxPosterior.change_bound`): screening skips the candidates
-  whose bound is below the values that matter;
+  whose bound is below the values that matter; on the compiled path, tighter
+  bounds from the leading directions of the covariance kept exactly
+  (:class:`ChangeSplit`) skip more of them before ``G_k`` (from ``r``
+  projections of ``v_k``) and before ``D_k' D_k`` (given the step ``R_k``);
 - pieces of ``CE_CHUNK`` candidates scored on ``n_threads`` threads
   (:meth:`skmcal.posterior.LaplacePosterior._in_pieces`).
 """
