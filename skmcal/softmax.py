@@ -430,20 +430,15 @@ class SoftmaxPosterior(LaplacePosterior):
         The least such ``lambda`` is the largest eigenvalue of the pencil
         ``(Y Y', C~)``: ``lambda_max(C~)`` where ``C`` maps the zero-sum
         subspace to itself, as the covariances of every fit and look-ahead do.
-        That value from :attr:`_change_split` (else by Lanczos on ``C~``), raised
-        by :data:`SCALE_MARGIN` until ``lambda C~ - Y Y'`` has a Cholesky factor
+        That value by Lanczos on ``C~``, raised by
+        :data:`SCALE_MARGIN` until ``lambda C~ - Y Y'`` has a Cholesky factor
         (the proof that it bounds), else the pencil's eigenvalue (``eigh``).
         """
         projected, square = self._zero_sum_blocks
-        split = self._change_split
         with small_algebra():
-            try:  # the split's leading eigenvalue, else Lanczos from a fixed start
+            try:  # Lanczos, from a fixed start
                 start = np.ones(projected.shape[0])
-                scale = (
-                    float(eigsh(projected, k=1, which="LA", tol=1e-6, v0=start)[0][0])
-                    if split is None
-                    else (split.rest + split.weights[0]) / SCALE_MARGIN
-                )
+                scale = float(eigsh(projected, k=1, which="LA", tol=1e-6, v0=start)[0][0])
             except ArpackError:
                 scale = np.inf
             for _ in range(4 if np.isfinite(scale) and scale > 0.0 else 0):
@@ -522,7 +517,9 @@ class SoftmaxPosterior(LaplacePosterior):
 
         # lambda, and the coefficients of the screening that follows, meanwhile
         with ThreadPoolExecutor(max_workers=1) as background:
-            scale = background.submit(lambda: (self._coefficients, self._change_scale)[1])
+            scale = background.submit(
+                lambda: (self._coefficients, self._change_split, self._change_scale)[-1]
+            )
             excesses = self._in_pieces(excess, np.asarray(nodes, dtype=np.intp), SCORE_CHUNK)
         if scale.result() is None:
             return None
