@@ -89,6 +89,10 @@ SCALE_MARGIN = 1.002
 #: Leading directions of the covariance that :class:`ChangeSplit` keeps exactly.
 SPLIT_RANK = 24
 
+#: The split bounds screen from this many candidates (their eigenpairs, ~10 ms once per
+#: posterior, pay off only on large calls).
+SPLIT_MIN = 16384
+
 #: Formulas with a compiled kernel (formulas name theirs in a ``kernel`` attribute).
 _KERNELS = {"model_change": model_change_kernel}
 
@@ -515,12 +519,17 @@ class SoftmaxPosterior(LaplacePosterior):
             Z = self.latent(piece) / self.gamma
             return np.exp(Z - Z.max(axis=1, keepdims=True)).sum(axis=1) - 1.0
 
-        # lambda, and the coefficients of the screening that follows, meanwhile
+        nodes = np.asarray(nodes, dtype=np.intp)
+
+        def ahead():  # what the screening that follows needs (cached properties), and lambda
+            _ = self._coefficients
+            if nodes.size >= SPLIT_MIN:
+                _ = self._change_split
+            return self._change_scale
+
         with ThreadPoolExecutor(max_workers=1) as background:
-            scale = background.submit(
-                lambda: (self._coefficients, self._change_split, self._change_scale)[-1]
-            )
-            excesses = self._in_pieces(excess, np.asarray(nodes, dtype=np.intp), SCORE_CHUNK)
+            scale = background.submit(ahead)
+            excesses = self._in_pieces(excess, nodes, SCORE_CHUNK)
         if scale.result() is None:
             return None
         return np.sqrt(scale.result() * excesses / 4.0)
@@ -531,8 +540,9 @@ class SoftmaxPosterior(LaplacePosterior):
 
         Approximate values of a formula with a compiled kernel
         (:data:`_KERNELS`) come from it when numba is installed, from
-        :data:`KERNEL_MIN` nodes; there, ``floor`` skips the nodes whose
-        :class:`ChangeSplit` bound is below it (their value is ``-inf``).
+        :data:`KERNEL_MIN` nodes; there, from :data:`SPLIT_MIN` nodes, ``floor``
+        skips the nodes whose :class:`ChangeSplit` bound is below it (their value
+        is ``-inf``).
         """
         nodes = np.asarray(nodes, dtype=np.intp)
         if approximate and self.kept_for(nodes):
@@ -543,7 +553,9 @@ class SoftmaxPosterior(LaplacePosterior):
             source = None if nodes.size <= DIRECT_MAX else self._coefficients[0]
         compiled = _KERNELS.get(getattr(formula, "kernel", None))
         kernel = compiled() if compiled and approximate and nodes.size >= KERNEL_MIN else None
-        split = None if floor is None or kernel is None else self._change_split
+        split = None
+        if floor is not None and kernel is not None and nodes.size >= SPLIT_MIN:
+            split = self._change_split
         if kernel is not None and not gain and survey is None and split is None:
             return self._in_pieces(
                 lambda piece: self._kernel_values(kernel, piece, source), nodes, KERNEL_CHUNK

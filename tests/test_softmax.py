@@ -115,10 +115,11 @@ needs_numba = pytest.mark.skipif(
 
 
 def every_fast_path(monkeypatch):
-    """Screening, pruning by the bound and the compiled kernel from the first candidate."""
+    """Screening, pruning by the bounds and the compiled kernel from the first candidate."""
     monkeypatch.setattr(acquisition, "SCREEN_MIN", 0)
     monkeypatch.setattr(acquisition, "PROBE", 3)
     monkeypatch.setattr(softmax, "KERNEL_MIN", 0)
+    monkeypatch.setattr(softmax, "SPLIT_MIN", 0)
 
 
 def no_fast_path(monkeypatch):
@@ -306,6 +307,7 @@ def test_split_bounds_are_above_the_brute_force_values(n_classes, seed, rank, mo
 def test_a_floor_leaves_out_only_values_below_it(n_classes, seed, monkeypatch):
     monkeypatch.setattr(softmax, "SPLIT_RANK", 2)
     monkeypatch.setattr(softmax, "KERNEL_MIN", 0)
+    monkeypatch.setattr(softmax, "SPLIT_MIN", 0)
     _clf, bf, view = ce_many_classes(n_classes, seed)
     view = replace(view)  # a fresh copy: nothing cached
     nodes = bf.unlabeled
