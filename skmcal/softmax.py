@@ -422,6 +422,25 @@ class SoftmaxPosterior(LaplacePosterior):
         out[-1, chosen] = bounds
         return out
 
+    def _split_values(self, kernel, nodes, source, split, floor):
+        """:meth:`_kernel_values` of the nodes whose :class:`ChangeSplit` bounds reach
+        ``floor``, ``-inf`` for the others: the steps and bounds of every node, then
+        ``D_k' D_k`` of those the bounds keep."""
+        bounded = self._in_pieces(
+            lambda piece: self._kernel_bounds(kernel, piece, source, split, floor),
+            nodes,
+            KERNEL_CHUNK,
+        )
+        steps, keep = bounded[:-1], np.flatnonzero(bounded[-1] >= floor)
+
+        def kept_values(where):
+            V = self.eigenvectors[nodes[where]]
+            return self._step_values(self._packed(nodes[where], V, source, 1), steps[:, where])
+
+        values = np.full(nodes.size, -np.inf)
+        values[keep] = self._in_pieces(kept_values, keep, KERNEL_CHUNK)
+        return values
+
     # ------------------------------------------------------------ protocol
     def kept_for(self, nodes) -> bool:
         return self.forms is not None and self.forms.covers(nodes)
@@ -553,29 +572,15 @@ class SoftmaxPosterior(LaplacePosterior):
             source = None if nodes.size <= DIRECT_MAX else self._coefficients[0]
         compiled = _KERNELS.get(getattr(formula, "kernel", None))
         kernel = compiled() if compiled and approximate and nodes.size >= KERNEL_MIN else None
-        split = None
-        if floor is not None and kernel is not None and nodes.size >= SPLIT_MIN:
-            split = self._change_split
-        if kernel is not None and not gain and survey is None and split is None:
+        if kernel is not None and not gain and survey is None:
+            split = None
+            if floor is not None and nodes.size >= SPLIT_MIN:
+                split = self._change_split
+            if split is not None:
+                return self._split_values(kernel, nodes, source, split, floor)
             return self._in_pieces(
                 lambda piece: self._kernel_values(kernel, piece, source), nodes, KERNEL_CHUNK
             )
-        if kernel is not None and not gain and survey is None:
-            # the steps and bounds of every node, then D_k' D_k of those the bound keeps
-            bounded = self._in_pieces(
-                lambda piece: self._kernel_bounds(kernel, piece, source, split, floor),
-                nodes,
-                KERNEL_CHUNK,
-            )
-            steps, keep = bounded[:-1], np.flatnonzero(bounded[-1] >= floor)
-
-            def kept_values(where):
-                V = self.eigenvectors[nodes[where]]
-                return self._step_values(self._packed(nodes[where], V, source, 1), steps[:, where])
-
-            values = np.full(nodes.size, -np.inf)
-            values[keep] = self._in_pieces(kept_values, keep, KERNEL_CHUNK)
-            return values
         weighted = None if survey is None else self._survey_weights(survey)
 
         def piece_values(piece):
