@@ -26,7 +26,10 @@ largest returned values are the exact ones, and exact; the others keep
 single-precision accuracy. Where the posterior bounds model-change values
 from above (``change_bound``: ce), the candidates of the ``PROBE`` largest
 bounds are scored first, and those whose bound falls below the margin of
-their ``top``-th value are not scored at all: their value is NaN.
+their ``top``-th value (the floor) are not scored at all: their value is NaN.
+The posterior may leave out more of the others by tighter bounds of its own
+(``evaluate(..., floor=...)``; ce: after the small solve, before the second
+quadratic form), with NaN values too.
 """
 
 from __future__ import annotations
@@ -65,15 +68,19 @@ def _approximate(posterior, nodes, formula, top, bound, needs):
 
     With upper bounds ``bound(nodes)`` of the values (asked for above
     ``max(PROBE, top)`` nodes), the ``max(PROBE, top)`` nodes of the largest
-    bounds are scored first; a node whose bound is below ``t -
+    bounds are scored first; a node whose bound is below the floor ``t -
     SCREEN_RTOL * max(bound)``, ``t`` the ``top``-th of their values, is below
-    every value the screening keeps, and is not scored.
+    every value the screening keeps, and is not scored. The others are scored
+    with that floor: the posterior may leave out (``-inf``) those that a
+    tighter bound of its own, found along the way, puts below it.
     """
     values = np.full(nodes.size, np.nan)
 
-    def score(which):
+    def score(which, floor=None):
         with np.errstate(all="ignore"):  # overflow is detected by the caller
-            values[which] = posterior.evaluate(formula, nodes[which], approximate=True, **needs)
+            values[which] = posterior.evaluate(
+                formula, nodes[which], approximate=True, floor=floor, **needs
+            )
 
     first = max(PROBE, top)
     bound = None if bound is None or nodes.size <= first else bound(nodes)
@@ -87,9 +94,12 @@ def _approximate(posterior, nodes, formula, top, bound, needs):
     if not np.all(np.isfinite(probed)):
         return values, probe
     t = np.partition(probed, probed.size - top)[probed.size - top]
-    rest = ~probe & (bound >= t - SCREEN_RTOL * bound.max())
-    score(rest)
-    return values, probe | rest
+    floor = t - SCREEN_RTOL * bound.max()
+    rest = ~probe & (bound >= floor)
+    score(rest, floor)
+    below = values == -np.inf  # left out by the posterior's own bound: below the floor too
+    values[below] = np.nan
+    return values, (probe | rest) & ~below
 
 
 def _values(posterior, nodes, formula, top, bound=None, **needs):

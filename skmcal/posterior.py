@@ -280,8 +280,12 @@ class LaplacePosterior:
         """
         return self.cov_at(np.asarray(weights @ self.eigenvectors))
 
-    def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None):
-        """``formula(terms)`` of the look-ahead terms of ``nodes``, one value per node."""
+    def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None, floor=None):
+        """``formula(terms)`` of the look-ahead terms of ``nodes``, one value per node.
+
+        ``floor``: approximate values provably below it need not be computed; a
+        family may return them as ``-inf``.
+        """
         raise NotImplementedError
 
     def _in_pieces(self, function, nodes, chunk):
@@ -434,7 +438,7 @@ class RankOnePosterior(LaplacePosterior):
             blocks.append(self._labeled_form)
         return np.hstack(blocks).astype(dtype), np.column_stack([d, d * d]).astype(dtype)
 
-    def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None):
+    def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None, floor=None):
         nodes = np.asarray(nodes, dtype=np.intp)
         basis, weights = self._products(survey, np.float32 if approximate else np.float64)
         return self._in_pieces(

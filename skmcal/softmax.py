@@ -30,7 +30,10 @@ What makes it fast (all of it inside this module):
   (:mod:`skmcal._ce_kernels`);
 - an upper bound of the model-change value that needs only the latent values
   (:meth:`SoftmaxPosterior.change_bound`): screening skips the candidates
-  whose bound is below the values that matter;
+  whose bound is below the values that matter; on the compiled path, tighter
+  bounds from the leading directions of the covariance kept exactly
+  (:class:`ChangeSplit`) skip more of them before ``G_k`` (from ``r``
+  projections of ``v_k``) and before ``D_k' D_k`` (given the step ``R_k``);
 - pieces of ``CE_CHUNK`` candidates scored on ``n_threads`` threads
   (:meth:`skmcal.posterior.LaplacePosterior._in_pieces`).
 """
@@ -46,7 +49,12 @@ import scipy.linalg
 from scipy.linalg import lapack
 from scipy.sparse.linalg import ArpackError, eigsh
 
-from ._ce_kernels import model_change_kernel, products_kernel
+from ._ce_kernels import (
+    model_change_kernel,
+    products_kernel,
+    split_kernels,
+    step_values_kernel,
+)
 from ._threads import small_algebra, with_small_algebra
 from .posterior import (
     SCORE_CHUNK,
@@ -75,8 +83,15 @@ KERNEL_MIN = 4096
 KERNEL_CHUNK = 512
 
 #: The factor that raises the scale of :meth:`SoftmaxPosterior.change_bound`
-#: until proven an upper bound.
+#: until proven an upper bound (and the split of :class:`ChangeSplit`).
 SCALE_MARGIN = 1.002
+
+#: Leading directions of the covariance that :class:`ChangeSplit` keeps exactly.
+SPLIT_RANK = 24
+
+#: The split bounds screen from this many candidates (their eigenpairs, ~10 ms once per
+#: posterior, pay off only on large calls).
+SPLIT_MIN = 16384
 
 #: Formulas with a compiled kernel (formulas name theirs in a ``kernel`` attribute).
 _KERNELS = {"model_change": model_change_kernel}
@@ -132,6 +147,45 @@ class KeptForms:
         :meth:`SoftmaxPosterior._packed_forms`)."""
         rows, cols = np.triu_indices(self.G.shape[0])
         return np.vstack([form[rows, cols] for form in self.take(nodes)])
+
+
+@dataclass(frozen=True, eq=False)
+class ChangeSplit:
+    """``Y Y' <= rest C~ + sum_i weights_i c_i c_i'``, proven (``C~``, ``Y Y'``: see
+    :attr:`SoftmaxPosterior._zero_sum_blocks`), and the bounds that follow.
+
+    ``c_i`` are the ``r`` leading directions of the pencil ``(Y Y', C~)`` scaled
+    by ``C~`` (``c_i = C~ u_i``, ``u_i' C~ u_i = 1``; for the covariances skmcal
+    builds, ``sqrt(lambda_i)`` times the eigenvectors of ``C~``), ``rest`` the
+    next eigenvalue and ``weights_i`` the excess of the leading ones, both raised
+    by :data:`SCALE_MARGIN`. With ``y = W_k R_k`` (``W_k = I (x) v_k``) the
+    model-change value is ``||D_k R_k||^2 = y' Y Y' y <= rest y' C~ y + sum_i
+    weights_i (c_i' y)^2``, where ``y' C~ y = g^2 R_k' G_k R_k`` and ``c_i' y =
+    p_i' R_k``, ``p_i = W_k' c_i``: given the step, a bound without ``D_k'
+    D_k``. Before the step, with ``g R_k = -E' B^1/2 u``, ``u = (I + H)^-1 w``
+    (:meth:`SoftmaxPosterior.change_bound`): ``g^2 R_k' G_k R_k = u' H u``,
+    ``(p_i' R_k)^2 = (q_i' u)^2 / g^2 <= ||q_i||^2 ||u||^2 / g^2`` (``q_i =
+    B^1/2 E p_i``), the ``(c_i' y)^2`` sum to ``u' H u`` (over all the
+    generalized eigenvectors), and ``e = ||w||^2 = ||u||^2 + 2 u' H u + ||H
+    u||^2 >= (||u|| + u' H u / ||u||)^2``: with ``||u|| = t sqrt(e)``, ``u' H
+    u <= e t (1 - t)``. The largest value of the bound under these
+    constraints, over intervals of ``t`` (the largest weights take as much as
+    their limits allow), is a bound without ``G_k``. Both bounds:
+    :func:`skmcal._ce_kernels.split_kernels`.
+
+    ``basis``: the rows ``E c_i`` (the class blocks of ``c_i``, ``(d, M)``,
+    mapped by the zero-sum basis ``E`` to ``(n_c, M)``), stacked to ``(r n_c,
+    M)`` float32: ``basis v_k`` holds the ``E p_i``.
+    """
+
+    rest: float
+    weights: np.ndarray
+    basis: np.ndarray
+
+    def projections(self, Vt):
+        """``E p_i`` of nodes with float32 eigenvector rows ``Vt`` (``(M, K)``): ``(r, n_c, K)``."""
+        rank = self.weights.size
+        return (self.basis @ Vt).reshape(rank, self.basis.shape[0] // rank, Vt.shape[1])
 
 
 @dataclass(frozen=True, eq=False)
@@ -310,16 +364,81 @@ class SoftmaxPosterior(LaplacePosterior):
         C4 = self.cov.reshape(n_c, M, n_c, M)
         return np.einsum("cmhn,m->nch", C4, direction) @ zero_sum_basis(n_c)
 
+    def _packed(self, nodes, V, source, part=None):
+        """The packed forms of ``nodes`` (eigenvector rows ``V``, forms from ``source``, see
+        :meth:`_forms`, not exact): ``(2 T, K)``, or only ``G_k`` (``part`` 0) or only
+        ``D_k' D_k`` (``part`` 1), ``(T, K)``."""
+        T = self.n_classes * (self.n_classes - 1) // 2
+        if isinstance(source, str):
+            packed = self.forms.packed(nodes)
+            return packed if part is None else packed[part * T : (part + 1) * T]
+        coefficients = source if part is None else source[part * T : (part + 1) * T]
+        return self._packed_forms(V, coefficients, products_kernel())
+
+    def _kernel_steps(self, kernel, U, G):
+        """The steps ``R_k`` (``(d, K)``) and ``g^2 R_k' G_k R_k`` (``(K,)``) of nodes with
+        latent values ``U`` (``(K, n_c)``) from their packed ``G_k`` by the compiled
+        ``kernel``, float32."""
+        latent = np.ascontiguousarray(U.T)
+        steps = np.empty((self.n_classes - 1, U.shape[0]), np.float32)
+        quadratic = np.empty(U.shape[0], np.float32)
+        kernel(G, latent, zero_sum_basis(self.n_classes), self.gamma, steps, quadratic)
+        return steps, quadratic
+
+    @staticmethod
+    def _step_values(square, steps):
+        """``sqrt(R_k' (D_k' D_k) R_k)`` from the packed ``D_k' D_k`` and the steps (compiled)."""
+        values = np.empty(steps.shape[1], np.float32)
+        step_values_kernel()(square, steps, values)
+        return values
+
     def _kernel_values(self, kernel, nodes, source):
         """Approximate values of ``nodes`` by a compiled ``kernel`` (forms from ``source``)."""
         V = self.eigenvectors[nodes]
-        if isinstance(source, str):
-            forms = self.forms.packed(nodes)
-        else:
-            forms = self._packed_forms(V, source, products_kernel())
-        latent = np.ascontiguousarray(self.latent(nodes, V).T)
-        values = np.empty(nodes.size)
-        kernel(forms, latent, zero_sum_basis(self.n_classes), self.gamma, values)
+        forms = self._packed(nodes, V, source)
+        T = forms.shape[0] // 2
+        steps, _ = self._kernel_steps(kernel, self.latent(nodes, V), forms[:T])
+        return self._step_values(forms[T:], steps)
+
+    def _kernel_bounds(self, kernel, nodes, source, split, floor):
+        """``(d + 1, K)``: the steps of ``nodes`` (as :meth:`_kernel_steps`) and their
+        :class:`ChangeSplit` bounds given the steps, for the nodes whose bound before
+        the steps reaches ``floor`` (the others: zeros and ``-inf``)."""
+        before, after = split_kernels()
+        V = self.eigenvectors[nodes]
+        U = self.latent(nodes, V)
+        projections = split.projections(np.ascontiguousarray(V.T, dtype=np.float32))
+        early = np.empty(nodes.size, np.float32)
+        before(projections, np.ascontiguousarray(U.T), self.gamma, split.rest, split.weights, early)
+        chosen = np.flatnonzero(early >= floor)
+        out = np.zeros((self.n_classes, nodes.size), np.float32)
+        out[-1] = -np.inf
+        G = self._packed(nodes[chosen], V[chosen], source, 0)
+        steps, quadratic = self._kernel_steps(kernel, U[chosen], G)
+        out[:-1, chosen] = steps
+        basis = zero_sum_basis(self.n_classes)
+        bounds = np.empty(chosen.size, np.float32)
+        after(projections, chosen, steps, basis, quadratic, split.rest, split.weights, bounds)
+        out[-1, chosen] = bounds
+        return out
+
+    def _split_values(self, kernel, nodes, source, split, floor):
+        """:meth:`_kernel_values` of the nodes whose :class:`ChangeSplit` bounds reach
+        ``floor``, ``-inf`` for the others: the steps and bounds of every node, then
+        ``D_k' D_k`` of those the bounds keep."""
+        bounded = self._in_pieces(
+            lambda piece: self._kernel_bounds(kernel, piece, source, split, floor),
+            nodes,
+            KERNEL_CHUNK,
+        )
+        steps, keep = bounded[:-1], np.flatnonzero(bounded[-1] >= floor)
+
+        def kept_values(where):
+            V = self.eigenvectors[nodes[where]]
+            return self._step_values(self._packed(nodes[where], V, source, 1), steps[:, where])
+
+        values = np.full(nodes.size, -np.inf)
+        values[keep] = self._in_pieces(kept_values, keep, KERNEL_CHUNK)
         return values
 
     # ------------------------------------------------------------ protocol
@@ -359,6 +478,50 @@ class SoftmaxPosterior(LaplacePosterior):
             except np.linalg.LinAlgError:
                 return None
 
+    @functools.cached_property
+    def _change_split(self):
+        """The :class:`ChangeSplit` of this posterior, or None where none is proven.
+
+        The ``SPLIT_RANK + 1`` leading eigenpairs of ``C~`` (Lanczos; dense
+        for small ``C~``) give the split where ``Y Y' = C~^2`` (``C`` maps the
+        zero-sum subspace to itself), those of the pencil ``(Y Y', C~)``
+        otherwise; the split holds if ``rest C~ + sum_i weights_i c_i c_i' - Y
+        Y'`` (margins included) has a Cholesky factor.
+        """
+        projected, square = self._zero_sum_blocks
+        n = projected.shape[0]
+        count = min(SPLIT_RANK + 1, n)
+        with small_algebra():
+            for pencil in (False, True):
+                try:
+                    if pencil:
+                        mu, u = scipy.linalg.eigh(
+                            square, projected, subset_by_index=[n - count, n - 1]
+                        )
+                        directions = projected @ u
+                    else:
+                        if 3 * count < n:
+                            start = np.ones(n)
+                            mu, e = eigsh(projected, k=count, which="LA", tol=1e-8, v0=start)
+                        else:
+                            mu, e = scipy.linalg.eigh(projected, subset_by_index=[n - count, n - 1])
+                        directions = e * np.sqrt(np.clip(mu, 0.0, None))
+                except (ArpackError, np.linalg.LinAlgError):
+                    continue
+                mu, directions = SCALE_MARGIN * mu[::-1], directions[:, ::-1]
+                rest = mu[-1] if count < n else 0.0  # all n directions kept: no rest
+                kept = directions[:, : count - 1] if count < n else directions
+                weights = mu[: kept.shape[1]] - rest
+                excess = rest * projected + (kept * weights) @ kept.T - square
+                if lapack.dpotrf(excess, lower=1, clean=0)[1] == 0:
+                    d, M = self.n_classes - 1, self.eigenvectors.shape[1]
+                    blocks = kept.T.reshape(-1, d, M)  # [i, a, m]: the class blocks of c_i
+                    basis = np.matmul(zero_sum_basis(self.n_classes), blocks).reshape(-1, M)
+                    return ChangeSplit(
+                        rest=float(rest), weights=weights, basis=basis.astype(np.float32)
+                    )
+        return None
+
     @with_small_algebra
     def change_bound(self, nodes):
         """Upper bounds of the model-change values of ``nodes``, or None.
@@ -375,21 +538,30 @@ class SoftmaxPosterior(LaplacePosterior):
             Z = self.latent(piece) / self.gamma
             return np.exp(Z - Z.max(axis=1, keepdims=True)).sum(axis=1) - 1.0
 
-        # lambda, and the coefficients of the screening that follows, meanwhile
+        nodes = np.asarray(nodes, dtype=np.intp)
+
+        def ahead():  # what the screening that follows needs (cached properties), and lambda
+            _ = self._coefficients
+            if nodes.size >= SPLIT_MIN:
+                _ = self._change_split
+            return self._change_scale
+
         with ThreadPoolExecutor(max_workers=1) as background:
-            scale = background.submit(lambda: (self._coefficients, self._change_scale)[1])
-            excesses = self._in_pieces(excess, np.asarray(nodes, dtype=np.intp), SCORE_CHUNK)
+            scale = background.submit(ahead)
+            excesses = self._in_pieces(excess, nodes, SCORE_CHUNK)
         if scale.result() is None:
             return None
         return np.sqrt(scale.result() * excesses / 4.0)
 
     @with_small_algebra  # the coefficients too: no idle BLAS threads spinning
-    def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None):
+    def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None, floor=None):
         """``formula(terms)`` per node; ``approximate``: float32 forms (kept ones if they cover).
 
         Approximate values of a formula with a compiled kernel
         (:data:`_KERNELS`) come from it when numba is installed, from
-        :data:`KERNEL_MIN` nodes.
+        :data:`KERNEL_MIN` nodes; there, from :data:`SPLIT_MIN` nodes, ``floor``
+        skips the nodes whose :class:`ChangeSplit` bound is below it (their value
+        is ``-inf``).
         """
         nodes = np.asarray(nodes, dtype=np.intp)
         if approximate and self.kept_for(nodes):
@@ -401,6 +573,11 @@ class SoftmaxPosterior(LaplacePosterior):
         compiled = _KERNELS.get(getattr(formula, "kernel", None))
         kernel = compiled() if compiled and approximate and nodes.size >= KERNEL_MIN else None
         if kernel is not None and not gain and survey is None:
+            split = None
+            if floor is not None and nodes.size >= SPLIT_MIN:
+                split = self._change_split
+            if split is not None:
+                return self._split_values(kernel, nodes, source, split, floor)
             return self._in_pieces(
                 lambda piece: self._kernel_values(kernel, piece, source), nodes, KERNEL_CHUNK
             )

@@ -115,10 +115,11 @@ needs_numba = pytest.mark.skipif(
 
 
 def every_fast_path(monkeypatch):
-    """Screening, pruning by the bound and the compiled kernel from the first candidate."""
+    """Screening, pruning by the bounds and the compiled kernel from the first candidate."""
     monkeypatch.setattr(acquisition, "SCREEN_MIN", 0)
     monkeypatch.setattr(acquisition, "PROBE", 3)
     monkeypatch.setattr(softmax, "KERNEL_MIN", 0)
+    monkeypatch.setattr(softmax, "SPLIT_MIN", 0)
 
 
 def no_fast_path(monkeypatch):
@@ -185,6 +186,11 @@ def test_compiled_values_match_the_brute_force_and_numpy_values(n_classes, seed,
         np.testing.assert_allclose(values, exact, rtol=2e-5, atol=1e-6 * exact.max())
 
 
+def no_split(monkeypatch):
+    """The compiled path without the split bounds (as where none is proven)."""
+    monkeypatch.setattr(softmax.SoftmaxPosterior, "_change_split", property(lambda self: None))
+
+
 @pytest.mark.parametrize("batch", ["topk", "greedy"])
 @pytest.mark.parametrize(("n_classes", "seed"), FAST_SETUPS)
 def test_fast_paths_keep_the_picks_and_their_values(n_classes, seed, batch, monkeypatch):
@@ -198,14 +204,131 @@ def test_fast_paths_keep_the_picks_and_their_values(n_classes, seed, batch, monk
     no_fast_path(monkeypatch)
     indices, scores = picks()
     every_fast_path(monkeypatch)
-    for kernel in (softmax.model_change_kernel, lambda: None):  # without numba: pruning alone
-        monkeypatch.setitem(softmax._KERNELS, "model_change", kernel)
-        fast_indices, fast_scores = picks()
+    variants = [
+        ("kernel, split bounds", softmax.model_change_kernel, None),
+        ("kernel alone", softmax.model_change_kernel, no_split),
+        ("without numba: pruning alone", lambda: None, None),
+    ]
+    for _name, kernel, change in variants:
+        with monkeypatch.context() as patch:
+            patch.setitem(softmax._KERNELS, "model_change", kernel)
+            if change is not None:
+                change(patch)
+            fast_indices, fast_scores = picks()
         np.testing.assert_array_equal(fast_indices, indices)
         np.testing.assert_array_equal(fast_scores, scores)
     monkeypatch.undo()
     if batch == "topk":
         assert_close(fast_scores, [bf.model_change(k) for k in indices])
+
+
+def split_bounds(view, nodes):
+    """``(before, after)``: the :class:`ChangeSplit` bounds of ``nodes`` before the step and
+    given the step, by the compiled kernels on the float32 forms."""
+    split = view._change_split
+    before, after = softmax.split_kernels()
+    V = view.eigenvectors[nodes]
+    U = view.latent(nodes, V)
+    projections = split.projections(np.ascontiguousarray(V.T, dtype=np.float32))
+    early = np.empty(nodes.size, np.float32)
+    before(projections, np.ascontiguousarray(U.T), view.gamma, split.rest, split.weights, early)
+    G = view._packed(nodes, V, view._coefficients[1], 0)
+    steps, quadratic = view._kernel_steps(softmax.model_change_kernel(), U, G)
+    late = np.empty(nodes.size, np.float32)
+    basis = zero_sum_basis(view.n_classes)
+    positions = np.arange(nodes.size)
+    after(projections, positions, steps, basis, quadratic, split.rest, split.weights, late)
+    return early.astype(float), late.astype(float)
+
+
+def split_excess(view):
+    """``rest C~ + sum_i weights_i c_i c_i' - Y Y'`` densely, ``c_i`` from the float32 basis."""
+    split = view._change_split
+    n_c, M = view.n_classes, view.eigenvectors.shape[1]
+    E = zero_sum_basis(n_c)
+    blocks = np.matmul(E.T, split.basis.astype(float).reshape(-1, n_c, M))  # (r, d, M)
+    directions = blocks.reshape(split.weights.size, -1).T
+    projected, square = view._zero_sum_blocks
+    return split.rest * projected + (directions * split.weights) @ directions.T - square
+
+
+@pytest.mark.parametrize("rank", [softmax.SPLIT_RANK, 2])
+@pytest.mark.parametrize(("n_classes", "seed"), FAST_SETUPS)
+def test_change_split_bounds_the_square_of_the_covariance(n_classes, seed, rank, monkeypatch):
+    """Dense eigenpairs (2, 3 classes), Lanczos (10 classes at the default rank), a rest or none."""
+    monkeypatch.setattr(softmax, "SPLIT_RANK", rank)
+    view = replace(ce_many_classes(n_classes, seed)[2])  # a fresh copy: nothing cached
+    split = view._change_split
+    n = view._zero_sum_blocks[0].shape[0]
+    assert split.weights.size == min(rank, n) and np.all(np.diff(split.weights) <= 0)
+    assert (split.rest == 0.0) == (rank >= n)
+    square = view._zero_sum_blocks[1]
+    # float32 directions: positive semidefinite to single precision
+    assert np.linalg.eigvalsh(split_excess(view))[0] >= -1e-5 * np.abs(square).max()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_change_split_holds_for_a_covariance_that_mixes_the_subspaces(seed, monkeypatch):
+    """From the pencil (Y Y', C~) where Y Y' is not C~^2."""
+    monkeypatch.setattr(softmax, "SPLIT_RANK", 4)
+    _clf, _bf, view = ce_many_classes(3, 0)
+    rng = np.random.RandomState(seed)
+    A = rng.randn(view.cov.shape[0], view.cov.shape[0])
+    mixed = replace(view, cov=view.cov + 0.05 * np.abs(view.cov).max() * (A @ A.T) / A.shape[0])
+    projected, square = mixed._zero_sum_blocks
+    assert not np.allclose(square, projected @ projected)
+    assert np.linalg.eigvalsh(split_excess(mixed))[0] >= -1e-5 * np.abs(square).max()
+
+
+def test_no_change_split_without_a_positive_definite_covariance():
+    _clf, _bf, view = ce_many_classes(3, 0)
+    assert replace(view, cov=np.zeros_like(view.cov))._change_split is None
+
+
+@needs_numba
+@pytest.mark.parametrize("rank", [softmax.SPLIT_RANK, 2])
+@pytest.mark.parametrize(("n_classes", "seed"), FAST_SETUPS)
+def test_split_bounds_are_above_the_brute_force_values(n_classes, seed, rank, monkeypatch):
+    monkeypatch.setattr(softmax, "SPLIT_RANK", rank)
+    _clf, bf, view = ce_many_classes(n_classes, seed)
+    view = replace(view)  # a fresh copy: nothing cached
+    nodes = bf.unlabeled
+    exact = np.array([bf.model_change(k) for k in nodes])
+    early, late = split_bounds(view, nodes)
+    for bound in (early, late):  # float32 forms: to single precision
+        assert np.all(bound >= exact * (1.0 - 1e-5) - 1e-6 * exact.max())
+    # never above the bound from the latent values alone; given the step, tighter still
+    assert np.all(early <= view.change_bound(nodes) * (1.0 + 1e-5))
+    assert np.median(late / exact) < np.median(early / exact) < 5.0
+
+
+@needs_numba
+@pytest.mark.parametrize(("n_classes", "seed"), FAST_SETUPS)
+def test_a_floor_leaves_out_only_values_below_it(n_classes, seed, monkeypatch):
+    monkeypatch.setattr(softmax, "SPLIT_RANK", 2)
+    monkeypatch.setattr(softmax, "KERNEL_MIN", 0)
+    monkeypatch.setattr(softmax, "SPLIT_MIN", 0)
+    _clf, bf, view = ce_many_classes(n_classes, seed)
+    view = replace(view)  # a fresh copy: nothing cached
+    nodes = bf.unlabeled
+    exact = np.array([bf.model_change(k) for k in nodes])
+
+    def approximate(floor):
+        return view.evaluate(
+            acquisition._model_change, nodes, approximate=True, gain=False, floor=floor
+        )
+
+    plain = approximate(None)
+    floor = np.quantile(exact, 0.5)
+    screened = approximate(floor)
+    left_out = screened == -np.inf
+    assert left_out.any() and not left_out.all()
+    assert np.all(exact[left_out] < floor)
+    # the same float32 forms (from products of another shape: to single precision)
+    np.testing.assert_allclose(screened[~left_out], plain[~left_out], rtol=1e-5)
+    assert view.evaluate(
+        acquisition._model_change, nodes[:0], approximate=True, gain=False, floor=floor
+    ).shape == (0,)
 
 
 @pytest.mark.parametrize("n_classes", [2, 3, 10])
@@ -219,7 +342,10 @@ def test_pruned_screening_scores_what_can_reach_the_top(n_classes, monkeypatch):
     left_out = np.isnan(screened)
     assert left_out.any() and not left_out.all()
     kth = np.sort(exact)[-2]
-    assert np.all(view.change_bound(nodes)[left_out] < kth)
+    bounds = [view.change_bound(nodes)]
+    if softmax.model_change_kernel() is not None:  # and the split bounds on the compiled path
+        bounds.extend(split_bounds(view, nodes))
+    assert np.all(np.min(bounds, axis=0)[left_out] < kth)
     best = np.argsort(-exact, kind="stable")[:2]
     np.testing.assert_array_equal(np.argsort(-np.nan_to_num(screened, nan=-1.0))[:2], best)
     # exact (to rounding: the exact values of a batch of nodes may differ in the last bit)
