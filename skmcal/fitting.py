@@ -458,37 +458,34 @@ def posterior_around(
     if offset is not None and not loss.closed_form:
         raise ValueError(f"offset takes the losses 'gr' and 'mgr'; got {loss.name!r}.")
     if nugget:
-        return _posterior_with_remainder(
-            loss, prior, eigenvectors, labeled, gamma, latent, nugget,
-            n_threads=n_threads, offset=offset, **fit_info,
-        )  # fmt: skip
-    P = eigenvectors[labeled]
-    U = latent[labeled]
-    M = prior.size
-    if loss.family == "softmax":
-        problem = _CrossEntropyProblem(loss, prior, P, targets, gamma)
-        H = ce_hessian(prior, P, loss.proba(U, gamma), gamma)
-        cov = problem.covariance(problem.factor(H))
-        return SoftmaxPosterior(
-            loss, gamma, eigenvectors, np.zeros((M, U.shape[1])), cov,
-            base=latent, n_threads=n_threads, **fit_info,
-        )  # fmt: skip
-    _, curvature = loss.derivatives(U, targets, gamma)
-    H = (P.T * curvature) @ P
-    H[np.diag_indices_from(H)] += prior
-    coef = np.zeros((M,) + U.shape[1:])
+        H, remainder = _remainder_hessian(loss, prior, eigenvectors, labeled, gamma, nugget)
+    else:
+        P = eigenvectors[labeled]
+        U = latent[labeled]
+        if loss.family == "softmax":
+            problem = _CrossEntropyProblem(loss, prior, P, targets, gamma)
+            H = ce_hessian(prior, P, loss.proba(U, gamma), gamma)
+            cov = problem.covariance(problem.factor(H))
+            return SoftmaxPosterior(
+                loss, gamma, eigenvectors, np.zeros((prior.size, U.shape[1])), cov,
+                base=latent, n_threads=n_threads, **fit_info,
+            )  # fmt: skip
+        _, curvature = loss.derivatives(U, targets, gamma)
+        H = (P.T * curvature) @ P
+        H[np.diag_indices_from(H)] += prior
+        remainder = {}
+    coef = np.zeros((prior.size,) + latent.shape[1:])
     return RankOnePosterior(
         loss, gamma, eigenvectors, coef, cho_inverse(cholesky(H)), base=latent,
         n_threads=n_threads, offset_direction=None if offset is None else offset[0],
-        offset_coef=None if offset is None else offset[1], **fit_info,
+        offset_coef=None if offset is None else offset[1], **remainder, **fit_info,
     )  # fmt: skip
 
 
-def _posterior_with_remainder(
-    loss, prior, eigenvectors, labeled, gamma, latent, nugget, *, n_threads, offset,
-    **fit_info,
-):  # fmt: skip
-    """:func:`posterior_around` with a white-noise remainder ``nugget`` (``gr``/``mgr``)."""
+def _remainder_hessian(loss, prior, eigenvectors, labeled, gamma, nugget):
+    """The coefficients' posterior precision of :func:`posterior_around` with a
+    white-noise remainder ``nugget`` (``gr``/``mgr``), and the posterior's fields
+    that describe the remainder."""
     if not loss.closed_form:
         raise ValueError(f"nugget takes the losses 'gr' and 'mgr'; got {loss.name!r}.")
     if not (np.isfinite(nugget) and nugget > 0):
@@ -503,10 +500,4 @@ def _posterior_with_remainder(
     P = eigenvectors[nodes]
     H = (P.T / (gamma**2 / counts + nugget)) @ P
     H[np.diag_indices_from(H)] += 1.0 / variance
-    coef = np.zeros((prior.size,) + latent.shape[1:])
-    return RankOnePosterior(
-        loss, gamma, eigenvectors, coef, cho_inverse(cholesky(H)), base=latent,
-        n_threads=n_threads, offset_direction=None if offset is None else offset[0],
-        offset_coef=None if offset is None else offset[1], nugget=float(nugget),
-        nugget_nodes=nodes, nugget_counts=counts, **fit_info,
-    )  # fmt: skip
+    return H, {"nugget": float(nugget), "nugget_nodes": nodes, "nugget_counts": counts}

@@ -401,10 +401,11 @@ class RankOnePosterior(LaplacePosterior):
         rows = self.eigenvectors[nodes]
         product = rows.astype(basis.dtype, copy=False) @ basis
         M = weights.shape[0]
-        end = M + self.coef.size // M + (survey is not None)  # the remainder's form after
+        width = self.coef.size // M
+        end = M + width + (survey is not None)  # the remainder's form after
         # The latent values and the survey term in double precision, then every
         # entry squared in place (one pass over a contiguous array).
-        projected = product[:, M : M + self.coef.size // M].astype(np.float64)
+        projected = product[:, M : M + width].astype(np.float64)
         u = self.latent(nodes, projected=projected if self.coef.ndim == 2 else projected[:, 0])
         survey_term = None if survey is None else product[:, end - 1].astype(np.float64)
         np.square(product, out=product)
