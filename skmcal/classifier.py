@@ -70,7 +70,14 @@ PAPER_HYPERPARAMETERS = {
 AUTO_REUSE_GROWTH = 1.25
 
 #: The models of the latent function (the ``model`` parameter).
-MODELS = ("spectral", "full", "poisson", "sum")
+MODELS = ("spectral", "full", "poisson", "sum", "auto")
+
+#: ``model="auto"`` takes the summed prior (``"sum"``) with ``gr``/``mgr`` on at
+#: most this many nodes, the spectral model otherwise. The summed model's
+#: refit and query cost grows with the number of nodes (sparse solves per
+#: class and Green's columns per label: ~0.5 s per batch at 70,000 nodes in
+#: ``benchmarks/bench_accuracy.py``); the spectral model's does not.
+AUTO_SUM_MAX_NODES = 100_000
 
 #: Default marker of an unlabeled row in ``y`` (scikit-learn's semi-supervised
 #: convention); see the ``missing_label`` parameter.
@@ -172,7 +179,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         closed form, no Newton iterations) and is as accurate with
         uncertainty sampling (see the user guide, "Choosing a loss and a
         strategy").
-    model : {"spectral", "full", "poisson", "sum"}, default="spectral"
+    model : {"spectral", "full", "poisson", "sum", "auto"}, default="spectral"
         The latent function. ``spectral``: ``u = V alpha`` in the ``n_eigs``
         smallest eigenvectors (the paper). ``full``: the MAP over all nodes,
         no truncation: ``min_u 1/2 u'(L + tau^2 I) u + sum_j loss(u_j, y_j)``
@@ -192,7 +199,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``sum_prior_``). For ``full``, ``poisson`` and ``sum`` the covariance
         that ``posterior_cov`` and the query strategies use is the spectral
         Laplace covariance of ``loss`` evaluated around the model's latent values (see
-        :func:`skmcal.fitting.posterior_around`).
+        :func:`skmcal.fitting.posterior_around`). ``auto``: ``sum`` with
+        ``gr``/``mgr`` on at most :data:`AUTO_SUM_MAX_NODES` (100,000) nodes,
+        where it was the most accurate with model change in
+        ``benchmarks/bench_accuracy.py`` and a batch costs under a second;
+        ``spectral`` with the other losses and on more nodes (its refit and
+        query cost does not grow with the number of nodes); the choice is in
+        ``model_``.
     nodes : None, array-like, sparse matrix or NodeSet, default=None
         The nodes of the graph. None: the rows given to ``fit`` are the nodes
         (rows with ``y = missing_label`` are unlabeled nodes). Otherwise ``fit(X, y)``
@@ -343,6 +356,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         :class:`~skmcal.posterior.RankOnePosterior` (``gr``, ``logistic``,
         ``probit``, ``mgr``) or :class:`~skmcal.softmax.SoftmaxPosterior`
         (``ce``): what predictions and the query strategies read.
+    model_ : str
+        The model of the last fit: ``model``, or the one ``model="auto"`` chose.
     tau_, gamma_ : float
         The values used (after resolving "auto"). ``model="sum"``: the
         spectral tau, and the gamma of the unscaled spectral prior with the
@@ -567,7 +582,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         gamma = None if self.gamma == "auto" else float(self.gamma)
         return tau, gamma
 
-    def _select_hyperparameters(self, loss, graph, labeled_nodes, codes, n_classes, warm):
+    def _select_hyperparameters(self, model, loss, graph, labeled_nodes, codes, n_classes, warm):
         """``(tau, gamma)``: the given values, "auto" ones by the evidence.
 
         ``model="full"`` with ``gr``/``mgr``: the full model's own evidence
@@ -594,11 +609,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         n_labeled = labeled_nodes.size
         # gr/mgr: the evidence is a closed form, cheap enough for every spectral
         # fit; a full-graph refit with another (tau, gamma) would solve afresh.
-        reuse = warm and (not loss.closed_form or self.model == "full")
+        reuse = warm and (not loss.closed_form or model == "full")
         last = getattr(self, "_auto_choice", None) if reuse else None
         if last is not None and n_labeled < AUTO_REUSE_GROWTH * last[0]:
             return last[1], last[2]
-        if self.model == "full" and loss.closed_form:
+        if model == "full" and loss.closed_form:
             solver = solver_for(graph.weights)
             taus = FULL_TAUS if tau is None else (tau,)
             nodes = np.unique(labeled_nodes)
@@ -621,7 +636,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         # select_hyperparameters). The full-graph prior keeps the paper's scale
         # and grid (Newton losses, or gr/mgr whose Green's columns would not fit):
         # its node variance, summed over all N modes, does not fall with N.
-        relative = gamma is None and self.model != "full"
+        relative = gamma is None and model != "full"
         if gamma is not None:
             gammas = (gamma,)
         elif relative and not loss.closed_form:
@@ -639,6 +654,16 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         )
         self._auto_choice = (n_labeled, tau, gamma)
         return tau, gamma
+
+    def _resolved_model(self, loss, n_nodes):
+        """The model of this fit: ``model``, or for ``"auto"`` the one its rule picks.
+
+        ``"auto"``: ``"sum"`` with ``gr``/``mgr`` on at most
+        :data:`AUTO_SUM_MAX_NODES` nodes, ``"spectral"`` otherwise.
+        """
+        if self.model != "auto":
+            return self.model
+        return "sum" if loss.closed_form and n_nodes <= AUTO_SUM_MAX_NODES else "spectral"
 
     @staticmethod
     def _spectral_taus(graph):
@@ -756,31 +781,35 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         labeled_nodes, codes = self._distinct_labels(
             node_index, labeled, np.searchsorted(classes, labels), classes, nodes
         )
+        model = self._resolved_model(loss, nodes.n_nodes)
         # Warm start only where the previous fit used the same graph content.
         signature = (
-            graph.params.key(nodes.digest), self.model, self.loss, tuple(classes.tolist()),
+            graph.params.key(nodes.digest), model, self.loss, tuple(classes.tolist()),
             self.tau, self.gamma,
         )  # fmt: skip
         warm = self.warm_start and getattr(self, "_fit_signature", None) == signature
         start = time.perf_counter()
-        if self.model == "sum":
+        if model == "sum":
             posterior, tau, gamma = self._fit_sum(loss, graph, labeled_nodes, codes, classes.size,
                                                   warm)  # fmt: skip
         else:
             tau, gamma = self._select_hyperparameters(
-                loss, graph, labeled_nodes, codes, classes.size, warm
+                model, loss, graph, labeled_nodes, codes, classes.size, warm
             )
             posterior = self._fit_model(
-                loss, graph, labeled_nodes, codes, classes.size, tau, gamma,
+                model, loss, graph, labeled_nodes, codes, classes.size, tau, gamma,
                 self.posterior_ if warm else None,
             )  # fmt: skip
         logger.log(
             level, "Model fit (%s, loss=%s, %d labeled nodes): %d iterations, %.2f s.",
-            self.model, self.loss, labeled_nodes.size, posterior.n_iter,
+            model, self.loss, labeled_nodes.size, posterior.n_iter,
             time.perf_counter() - start,
         )  # fmt: skip
 
         self.classes_ = classes
+        self.model_ = model
+        if model != "sum":  # from an earlier fit of the summed model
+            self.__dict__.pop("sum_prior_", None)
         self.graph_ = graph
         self.node_set_ = nodes
         self.eigenvalues_ = graph.eigenvalues
@@ -839,18 +868,18 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             )
         return labeled_nodes, codes
 
-    def _fit_model(self, loss, graph, labeled_nodes, codes, n_classes, tau, gamma, previous):
-        """The posterior of ``self.model`` (warm-started from ``previous`` if given)."""
+    def _fit_model(self, model, loss, graph, labeled_nodes, codes, n_classes, tau, gamma, previous):
+        """The posterior of ``model`` (warm-started from ``previous`` if given)."""
         targets = loss.encode(codes, n_classes)
         prior = graph.eigenvalues + tau**2
         n_threads = self._n_threads()
-        if self.model == "spectral":
+        if model == "spectral":
             return fit_posterior(
                 loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma,
                 coef_init=None if previous is None else previous.coef,
                 max_iter=self.max_iter, tol=self.tol, n_threads=n_threads,
             )  # fmt: skip
-        if self.model == "poisson":
+        if model == "poisson":
             latent = poisson_learning(graph.weights, labeled_nodes, codes, n_classes)
             if not loss.multiclass:  # binary: the difference of the two class scores
                 latent = latent[:, 1] - latent[:, 0]
@@ -863,7 +892,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             )  # fmt: skip
             latent, n_iter, converged = solution.latent, solution.n_iter, solution.converged
         offset, nugget = None, 0.0
-        if self.model == "full" and loss.closed_form:  # the offset fit_full_graph removed
+        if model == "full" and loss.closed_form:  # the offset fit_full_graph removed
             offset = (
                 offset_direction(graph.weights, np.arange(graph.n_nodes)),
                 class_offset(graph.weights, labeled_nodes, targets),
