@@ -950,7 +950,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                     for t in taus_f]  # fmt: skip
             i, j, eps, g, _, _ = select_sum_hyperparameters(
                 [unit_scale(K) * K for K in spectral], [unit_scale(K) * K for K in full],
-                targets, SUM_EPSILONS, gammas,
+                targets, SUM_EPSILONS, gammas, criterion="loo",
             )  # fmt: skip
             tau_s, tau_f = float(taus_s[i]), float(taus_f[j])
             self._auto_choice = (n_labeled, (tau_s, tau_f, eps, g))

@@ -25,6 +25,7 @@ from skmcal.evidence import (
     SUM_GAMMAS,
     select_sum_hyperparameters,
     sum_log_evidence,
+    sum_loo_log_density,
     unit_scale,
 )
 from skmcal.fullgraph import LaplacianSolver, fit_sum_graph, spectral_block
@@ -133,6 +134,79 @@ def test_sum_selection_table_is_the_dense_evidence_on_the_grid():
     assert (i, j, SUM_EPSILONS[best[2]], SUM_GAMMAS[best[3]]) == (*best[:2], eps, gamma)
 
 
+def _dense_loo_terms(S, Y):
+    """Residual of every label predicted from the others, and its variance, under ``S``
+    (explicit solves without row ``i``)."""
+    n = S.shape[0]
+    residuals, variances = np.empty_like(Y), np.empty(n)
+    for i in range(n):
+        rest = np.delete(np.arange(n), i)
+        weights = np.linalg.solve(S[np.ix_(rest, rest)], S[rest, i])
+        residuals[i] = Y[i] - Y[rest].T @ weights
+        variances[i] = S[i, i] - S[i, rest] @ weights
+    return residuals, variances
+
+
+def _dense_loo(S, Y, amplitude):
+    """Sum over labels and columns of log N(y_i | the others) under ``amplitude * S``."""
+    r, v = _dense_loo_terms(S, Y)
+    v = amplitude * v[:, None]
+    return float(np.sum(-0.5 * np.log(2 * np.pi * v) - r**2 / (2 * v)))
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_sum_loo_is_the_dense_leave_one_out_density_at_its_best_amplitude(k):
+    Ks, Kf = _blocks()
+    rng = np.random.RandomState(3)
+    Y = rng.randn(Ks.shape[0], k)
+    targets = Y[:, 0] if k == 1 else Y
+    eps, gamma = 0.4, 0.3
+    S = Ks + eps * Kf + gamma**2 * np.eye(Ks.shape[0])
+    best = scipy.optimize.minimize_scalar(
+        lambda log_a: -_dense_loo(S, Y, np.exp(log_a)),
+        bounds=(-10, 10), method="bounded", options={"xatol": 1e-10},
+    )  # fmt: skip
+    value = sum_loo_log_density(Ks, Kf, targets, eps, gamma)
+    np.testing.assert_allclose(value, -best.fun, rtol=1e-9)
+    *_, amplitude, table = select_sum_hyperparameters(
+        [Ks], [Kf], targets, [eps], [gamma], criterion="loo"
+    )
+    np.testing.assert_allclose(amplitude, np.exp(best.x), rtol=1e-6)
+    np.testing.assert_allclose(table[0, 0, 0, 0], value, rtol=1e-10)
+
+
+def test_sum_loo_selection_table_on_the_grid():
+    Ks1, Kf1 = _blocks(4)
+    Ks2, Kf2 = _blocks(5)
+    Y = np.eye(3)[np.random.RandomState(6).randint(3, size=7)]
+    i, j, eps, gamma, _, table = select_sum_hyperparameters(
+        [Ks1, Ks2], [Kf1, Kf2], Y, criterion="loo"
+    )
+    for a, Ks in enumerate((Ks1, Ks2)):
+        for b, Kf in enumerate((Kf1, Kf2)):
+            for e, ep in enumerate(SUM_EPSILONS):
+                for g, ga in enumerate(SUM_GAMMAS):
+                    np.testing.assert_allclose(
+                        table[a, b, e, g], sum_loo_log_density(Ks, Kf, Y, ep, ga), rtol=1e-9
+                    )
+    best = np.unravel_index(np.argmax(table), table.shape)
+    assert (i, j, SUM_EPSILONS[best[2]], SUM_GAMMAS[best[3]]) == (*best[:2], eps, gamma)
+    with pytest.raises(ValueError, match="criterion must be 'evidence' or 'loo'; got 'cv'"):
+        select_sum_hyperparameters([Ks1], [Kf1], Y, criterion="cv")
+
+
+def test_sum_loo_prefers_the_prior_that_predicts_the_labels():
+    """Labels that a smooth prior predicts and a nearly diagonal one does not: the
+    leave-one-out density prefers the smooth prior's weight, the evidence need not."""
+    x = np.linspace(0, 1, 12)
+    Ks = np.exp(-((x[:, None] - x[None, :]) ** 2) / 0.1)  # smooth: neighbours agree
+    Kf = np.eye(12) + 0.05 * Ks  # nearly diagonal, like Green's functions at the labels
+    Ks, Kf = unit_scale(Ks) * Ks, unit_scale(Kf) * Kf
+    Y = np.sign(x - 0.5)
+    *_, table = select_sum_hyperparameters([Ks], [Kf], Y, [0.01, 3.0], [0.1], criterion="loo")
+    assert table[0, 0, 0, 0] > table[0, 0, 1, 0]
+
+
 def test_sum_evidence_rejects_bad_inputs():
     Ks, Kf = _blocks()
     with pytest.raises(ValueError, match="eps must be a non-negative finite float; got -1"):
@@ -154,7 +228,7 @@ def _data(n_classes=3, seed=0, n_labeled=3):
 
 
 @pytest.mark.parametrize("loss", ["gr", "mgr"])
-def test_classifier_sum_choice_is_the_dense_evidence_maximum(loss):
+def test_classifier_sum_choice_is_the_dense_leave_one_out_maximum(loss):
     n_classes = 2 if loss == "gr" else 3
     X, y, y_true = _data(n_classes)
     clf = SpectralGraphClassifier(loss, model="sum", n_eigs=10, cache=False).fit(X, y)
@@ -172,11 +246,8 @@ def test_classifier_sum_choice_is_the_dense_evidence_maximum(loss):
                 K = Sigma[np.ix_(labeled, labeled)]
                 for g in SUM_GAMMAS:
                     S = K + g**2 * np.eye(n)
-                    a = np.trace(Y.T @ np.linalg.solve(S, Y)) / Y.size
-                    table[ts, tf, eps, g] = sum(
-                        scipy.stats.multivariate_normal(np.zeros(n), a * S).logpdf(Y[:, c])
-                        for c in range(Y.shape[1])
-                    )
+                    r, v = _dense_loo_terms(S, Y)  # at the profiled amplitude
+                    table[ts, tf, eps, g] = _dense_loo(S, Y, np.mean(r**2 / v[:, None]))
     p = clf.sum_prior_
     assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == max(table, key=table.get)
     assert clf.tau_ == p["tau_s"]
