@@ -193,9 +193,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``mgr`` only): the spectral prior plus the full graph's, ``a (c_s V
         Lambda_{tau_s}^-1 V' + eps c_f (L + tau_f^2 I)^-1)``, each part
         scaled to unit mean variance at the labeled nodes, with ``tau_s``,
-        ``tau_f``, ``eps`` and the noise chosen by its exact evidence and the
-        amplitude ``a`` profiled (:func:`skmcal.fullgraph.fit_sum_graph`,
-        :func:`skmcal.evidence.select_sum_hyperparameters`; the values in
+        ``tau_f``, ``eps`` and the noise chosen by the leave-one-out density
+        of its labels and the amplitude ``a`` profiled (:func:`skmcal.fullgraph.fit_sum_graph`,
+        :func:`skmcal.evidence.sum_loo_log_density`; the values in
         ``sum_prior_``). For ``full``, ``poisson`` and ``sum`` the covariance
         that ``posterior_cov`` and the query strategies use is the spectral
         Laplace covariance of ``loss`` evaluated around the model's latent values (see
@@ -275,10 +275,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         model's own evidence (:func:`skmcal.evidence.select_full_hyperparameters`,
         :data:`~skmcal.evidence.FULL_TAUS` x :data:`~skmcal.evidence.FULL_GAMMAS`);
         with the other losses, DEFAULT_GAMMAS as they are. ``model="sum"``:
-        its own evidence over :data:`~skmcal.evidence.SUM_GAMMAS`, relative
-        to the prior scaled to unit mean variance at the labeled nodes (a
-        given gamma is that relative noise; a given tau is both taus of the
-        model, and its ``eps`` is always chosen by the evidence).
+        the leave-one-out density of its labels over
+        :data:`~skmcal.evidence.SUM_GAMMAS`, relative to the prior scaled to
+        unit mean variance at the labeled nodes (a given gamma is that
+        relative noise; a given tau is both taus of the model, and its
+        ``eps`` is always chosen).
     max_iter : int, default=100
         Maximum Newton iterations (``logistic``, ``probit``, ``ce``; for
         ``ce`` this counts the cheap chord steps that reuse a factored
@@ -915,7 +916,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         )
 
     def _fit_sum(self, loss, graph, labeled_nodes, codes, n_classes, warm):
-        """``model="sum"``: hyperparameters by the evidence, the posterior mean, and the
+        """``model="sum"``: hyperparameters by the leave-one-out density, the posterior mean, and the
         spectral Laplace covariance around it (with the prior's remainder as white
         noise); returns ``(posterior, tau_, gamma_)``.
 

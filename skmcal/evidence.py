@@ -602,9 +602,8 @@ def _eigen_scores(K, Y, gammas, loo=False):
         return -0.5 * k * n * (np.log(amplitude) + 1.0 + _LOG_2PI) - 0.5 * k * logdet, amplitude
     precision = inverse @ (Q * Q).T  # [S^-1]_ii, one row per gamma
     alpha = np.einsum("im,gm,mc->gic", Q, inverse, QY)  # S^-1 Y
-    amplitude = np.maximum(
-        np.sum(alpha**2 / precision[:, :, None], axis=(1, 2)), tiny
-    ) / (k * n)  # mean of r^2 / s = alpha^2 / [S^-1]_ii
+    ratios = np.sum(alpha**2 / precision[:, :, None], axis=(1, 2))  # r^2 / s = alpha^2 / [S^-1]_ii
+    amplitude = np.maximum(ratios, tiny) / (k * n)
     score = 0.5 * k * np.sum(np.log(precision), axis=1) - 0.5 * k * n * (
         np.log(amplitude) + 1.0 + _LOG_2PI
     )
