@@ -644,7 +644,10 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             gammas = LAPLACE_GAMMAS
         else:
             gammas = DEFAULT_GAMMAS
-        tau, gamma, _ = select_hyperparameters(
+        # Newton losses, warm refit: the grid starts from the last fit's coefficients,
+        # and the fit that follows from the chosen point's MAP (_fit_model takes it).
+        previous = self.posterior_ if warm and model == "spectral" else None
+        tau, gamma, _, start = select_hyperparameters(
             loss,
             graph.eigenvalues,
             graph.eigenvectors[labeled_nodes],
@@ -652,7 +655,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             taus if tau is None else (tau,),
             gammas,
             n_nodes=graph.n_nodes if relative else None,
+            coef_init=None if previous is None or loss.closed_form else previous.coef,
+            n_threads=self._n_threads(),
+            return_coef=True,
         )
+        self._evidence_coef = None if previous is None else start
         self._auto_choice = (n_labeled, tau, gamma)
         return tau, gamma
 
@@ -874,10 +881,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         targets = loss.encode(codes, n_classes)
         prior = graph.eigenvalues + tau**2
         n_threads = self._n_threads()
+        start = self.__dict__.pop("_evidence_coef", None)  # the grid's MAP at (tau, gamma)
         if model == "spectral":
             return fit_posterior(
                 loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma,
-                coef_init=None if previous is None else previous.coef,
+                coef_init=start if start is not None or previous is None else previous.coef,
                 max_iter=self.max_iter, tol=self.tol, n_threads=n_threads,
             )  # fmt: skip
         if model == "poisson":
@@ -916,9 +924,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         )
 
     def _fit_sum(self, loss, graph, labeled_nodes, codes, n_classes, warm):
-        """``model="sum"``: hyperparameters by the leave-one-out density, the posterior mean, and the
-        spectral Laplace covariance around it (with the prior's remainder as white
-        noise); returns ``(posterior, tau_, gamma_)``.
+        """``model="sum"``: hyperparameters by the leave-one-out density, the posterior
+        mean, and the spectral Laplace covariance around it (with the prior's remainder
+        as white noise); returns ``(posterior, tau_, gamma_)``.
 
         The grid (:data:`~skmcal.evidence.DEFAULT_TAUS` capped as for the
         spectral model, :data:`~skmcal.evidence.SUM_FULL_TAUS`,

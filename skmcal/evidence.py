@@ -49,10 +49,12 @@ number of target columns.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ._threads import with_small_algebra
+from ._threads import scoring_threads, with_small_algebra
 from .fitting import newton_map
 from .posterior import cho_logdet, cho_solve, cholesky
 
@@ -249,10 +251,36 @@ def _check_grid(taus, gammas):
     return taus, gammas
 
 
+def _laplace_row(loss, prior, P, targets, gammas, start):
+    """Log evidence (Laplace) at every gamma of one tau, and the MAP of each.
+
+    Each fit is warm-started from the previous gamma's MAP (the first from
+    ``start``); a failed fit gives ``-inf`` and the next starts from ``start``.
+    """
+    values, coefs, coef = np.full(gammas.size, -np.inf), [None] * gammas.size, start
+    for j, gamma in enumerate(gammas):
+        try:
+            values[j], coefs[j] = _laplace_evidence(loss, prior, P, targets, gamma, coef)
+            coef = coefs[j]
+        except (ConvergenceWarning, ValueError):
+            coef = start
+    return values, coefs
+
+
 @with_small_algebra
 def select_hyperparameters(
-    loss, eigenvalues, P, targets, taus=DEFAULT_TAUS, gammas=DEFAULT_GAMMAS, n_nodes=None
-) -> tuple[float, float, np.ndarray]:
+    loss,
+    eigenvalues,
+    P,
+    targets,
+    taus=DEFAULT_TAUS,
+    gammas=DEFAULT_GAMMAS,
+    n_nodes=None,
+    *,
+    coef_init=None,
+    n_threads=None,
+    return_coef=False,
+):
     """The ``(tau, gamma)`` of a grid with the largest log evidence.
 
     Parameters
@@ -273,6 +301,22 @@ def select_hyperparameters(
         the amplitude, labels of size one under a prior whose node variance
         falls as ``1 / n_nodes`` look like noise to the evidence at large
         ``n_nodes``, and the fit it picks is prior-dominated.
+    coef_init : ndarray of shape (M,) or (M, n_classes), or None, default=None
+        Newton losses: coefficients of the unscaled model (a previous fit's
+        ``coef``) that start the first fit of every tau (at grid point ``(tau,
+        g)`` scaled by ``sqrt(s)``, its coefficients in the scaled model); the
+        later gammas of a tau start from the previous gamma's MAP. None: the
+        prior mean. The evidence does not depend on the start beyond the
+        Newton tolerance.
+    n_threads : int or None, default=None
+        Newton losses: threads over the taus (each fits its gammas in turn);
+        None: :func:`skmcal._threads.scoring_threads`. The table does not
+        depend on it.
+    return_coef : bool, default=False
+        Also return the MAP at the chosen grid point as coefficients of the
+        unscaled model at the returned ``(tau, gamma)`` (the ``coef`` a fit
+        there converges to, and a start that it accepts at once); None for
+        ``gr``/``mgr``.
 
     Returns
     -------
@@ -282,6 +326,8 @@ def select_hyperparameters(
         The log evidence at every grid point; ``-inf`` where the Newton fit
         of a non-Gaussian loss did not converge or its Hessian was not
         numerically positive definite.
+    coef : ndarray or None
+        Only with ``return_coef``.
 
     Examples
     --------
@@ -298,27 +344,43 @@ def select_hyperparameters(
     taus, gammas = _check_grid(taus, gammas)
     table = np.full((taus.size, gammas.size), -np.inf)
     scales = np.ones(taus.size)
+    priors = []
     for i, tau in enumerate(taus):
-        prior = eigenvalues + tau**2
         if n_nodes is not None:
             scales[i] = prior_scale(eigenvalues, tau, n_nodes)
-            prior = prior / scales[i]
-        coef = None
-        for j, gamma in enumerate(gammas):
-            if loss.closed_form:
+        priors.append((eigenvalues + tau**2) / scales[i])
+    coefs = None
+    if loss.closed_form:
+        for i, prior in enumerate(priors):
+            for j, gamma in enumerate(gammas):
                 table[i, j] = _gaussian_evidence(prior, P, targets, gamma)
-                continue
-            try:
-                table[i, j], coef = _laplace_evidence(loss, prior, P, targets, gamma, coef)
-            except (ConvergenceWarning, ValueError):
-                coef = None
+    else:
+        start = None if coef_init is None else np.asarray(coef_init, dtype=float)
+
+        def row(i):
+            return _laplace_row(
+                loss, priors[i], P, targets, gammas,
+                None if start is None else start * np.sqrt(scales[i]),
+            )  # fmt: skip
+
+        workers = min(taus.size, scoring_threads(n_threads))
+        if workers > 1:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                rows = list(pool.map(row, range(taus.size)))
+        else:
+            rows = [row(i) for i in range(taus.size)]
+        table[:] = [values for values, _ in rows]
+        coefs = [row_coefs for _, row_coefs in rows]
     if not np.isfinite(table).any():
         raise ValueError(
             f"The {loss.name!r} fit failed at every grid point (Newton did not converge or "
             f"the Hessian was singular); try larger gammas or taus."
         )
-    best = np.unravel_index(np.argmax(table), table.shape)
-    return float(taus[best[0]]), float(gammas[best[1]] / np.sqrt(scales[best[0]])), table
+    i, j = np.unravel_index(np.argmax(table), table.shape)
+    tau, gamma = float(taus[i]), float(gammas[j] / np.sqrt(scales[i]))
+    if not return_coef:
+        return tau, gamma, table
+    return tau, gamma, table, None if coefs is None else coefs[i][j] / np.sqrt(scales[i])
 
 
 def _check_full(K, targets, offset):

@@ -15,17 +15,18 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import blas
 from sklearn.exceptions import ConvergenceWarning
 
 from ._threads import with_small_algebra
 from .losses import BinaryLoss, CrossEntropyLoss
 from .posterior import (
+    _SINGULAR,
     RankOnePosterior,
     cho_inverse,
     cho_logdet,
     cho_solve,
     cholesky,
-    project_classes,
     reduce_classes,
     zero_sum_basis,
 )
@@ -102,6 +103,32 @@ def ce_hessian(prior, P, Pi, gamma):
     return H
 
 
+def ce_reduced_hessian(prior, P, Pi, gamma):
+    """Hessian of the ce objective on the zero-sum subspace, ``H~ = (E (x) I)' H (E (x) I)``.
+
+    ``H~ = I (x) Lambda_tau + (1/gamma^2) sum_j F_j (x) p_j p_j'`` with ``F_j =
+    E' (diag(pi_j) - pi_j pi_j') E`` (``(n_c - 1)``-square), assembled block by
+    block: class block ``(a, b)`` is ``P' diag(F_.ab) P / gamma^2``, one matrix
+    product for the ``d (d + 1) / 2`` blocks ``a <= b`` (``d = n_c - 1``).
+    Class-major, ``(d M, d M)``.
+    """
+    n_labeled, M = P.shape
+    E = zero_sum_basis(Pi.shape[1])
+    d = E.shape[1]
+    rows, cols = np.triu_indices(d)
+    PiE = Pi @ E
+    F = Pi @ (E[:, rows] * E[:, cols]) - PiE[:, rows] * PiE[:, cols]  # (n_labeled, T)
+    F /= gamma**2
+    blocks = P.T @ (F[:, :, None] * P[:, None, :]).reshape(n_labeled, -1)  # (M, T M)
+    blocks = blocks.reshape(M, rows.size, M).transpose(1, 0, 2)  # (T, M, M), each symmetric
+    H = np.empty((d, d, M, M))
+    H[rows, cols] = blocks
+    H[cols, rows] = blocks
+    H = H.transpose(0, 2, 1, 3).reshape(d * M, d * M)
+    H[np.diag_indices_from(H)] += np.tile(prior, d)
+    return H
+
+
 class _CrossEntropyProblem(_BinaryProblem):
     """The ce objective in class-major ``a = vec(A)`` (index ``c * M + i``).
 
@@ -115,6 +142,10 @@ class _CrossEntropyProblem(_BinaryProblem):
     ill-conditioning from the flat directions however small ``gamma``. ``H``
     maps each subspace to itself, so the covariance is exactly
     ``H^-1 = (E (x) I) H~^-1 (E (x) I)' + sum_i q_i q_i' / (lambda_i + tau^2)``.
+
+    :meth:`gradient_hessian` gives ``H~`` itself (:func:`ce_reduced_hessian`),
+    and the objective comes with its gradient from one pass over the latent
+    values.
     """
 
     chord = True  # a (n_c - 1) M Hessian: its assembly and factor dominate
@@ -145,9 +176,7 @@ class _CrossEntropyProblem(_BinaryProblem):
         return x.reshape(self.n_classes, self.M).T
 
     def objective(self, a):
-        A = self.coef(a)
-        value = self.loss.value(self.P @ A, self.y, self.gamma).sum()
-        return 0.5 * np.sum(self.prior[:, None] * A * A) + value
+        return self.objective_gradient(a)[0]
 
     def gradient(self, a):
         return self.objective_gradient(a)[1]
@@ -159,26 +188,42 @@ class _CrossEntropyProblem(_BinaryProblem):
         return objective, (self.prior[:, None] * A + self.P.T @ G).T.ravel()
 
     def gradient_hessian(self, a):
+        """The gradient (class-major) and ``H~`` (on the zero-sum subspace)."""
         A = self.coef(a)
         G, Pi = self.loss.derivatives(self.P @ A, self.y, self.gamma)
         grad = self.prior[:, None] * A + self.P.T @ G
-        return grad.T.ravel(), ce_hessian(self.prior, self.P, Pi, self.gamma)
+        return grad.T.ravel(), ce_reduced_hessian(self.prior, self.P, Pi, self.gamma)
 
     def factor(self, H):
-        return cholesky(project_classes(H, self.basis))
+        """Lower Cholesky factor of ``H~`` (numpy's, which releases the GIL: the
+        evidence grid runs fits on several threads)."""
+        try:
+            return np.linalg.cholesky(H)
+        except np.linalg.LinAlgError:
+            raise ValueError(_SINGULAR) from None
 
     def step(self, factor, grad):
-        return self._lift(cho_solve(factor, -self._reduce(grad)))[:, 0]
+        """``-H^-1 grad`` by two triangular solves (LAPACK's ``potrs`` is slower here);
+        ``factor.T`` is the upper factor in Fortran order."""
+        upper = factor.T
+        half = blas.dtrsv(upper, self._reduce(-grad), lower=0, trans=1)
+        return self._lift(blas.dtrsv(upper, half, lower=0))[:, 0]
 
     def covariance(self, factor):
-        inner = cho_inverse(factor)
-        lifted = self._lift(self._lift(inner).T)  # (E (x) I) inner (E (x) I)'
-        shift = np.kron(
-            np.full((self.n_classes, self.n_classes), 1.0 / self.n_classes),
-            np.diag(1.0 / self.prior),
+        n_c, d, M = self.n_classes, self.n_classes - 1, self.M
+        inner = cho_inverse(factor)  # H~^-1, symmetric
+        # (E (x) I) inner (E (x) I)': the class rows, then (by symmetry) the class columns
+        half = (self.basis @ inner.reshape(d, M * d * M)).reshape(n_c * M, d * M)
+        cov = (self.basis @ np.ascontiguousarray(half.T).reshape(d, M * n_c * M)).reshape(
+            n_c * M, n_c * M
         )
-        cov = lifted + shift
-        return 0.5 * (cov + cov.T)
+        cov = 0.5 * (cov + cov.T)
+        # + sum_i q_i q_i' / (lambda_i + tau^2): the diagonal of every class block
+        diagonal = np.arange(M)
+        cov.reshape(n_c, M, n_c, M)[:, diagonal, :, diagonal] += (1.0 / (n_c * self.prior))[
+            :, None, None
+        ]
+        return cov
 
 
 #: Chord steps reuse the last Cholesky factor while each shrinks the step by
@@ -197,8 +242,8 @@ def _newton(problem, x0, max_iter, tol):
     Hessian is re-evaluated at the current point (plain Newton without
     ``chord``). Every step, Newton or chord, counts as an iteration.
     Converged when the exact Newton step at the current point is at most
-    ``tol * (1 + max|x|)`` in every coordinate; that point is returned with its
-    Hessian and the Cholesky factor of that Hessian. Backtracking (Armijo)
+    ``tol * (1 + max|x|)`` in every coordinate; that point is returned with the
+    Cholesky factor of its Hessian. Backtracking (Armijo)
     never accepts an increase of the objective beyond round-off; if no
     decrease can be found the iteration stops unconverged.
     """
@@ -212,7 +257,7 @@ def _newton(problem, x0, max_iter, tol):
         size = np.max(np.abs(step))
         if size <= tol * (1.0 + np.max(np.abs(x))):
             if exact:
-                return x, H, factor, it, True
+                return x, factor, it, True
             grad, H = problem.gradient_hessian(x)
             factor, exact, previous = problem.factor(H), True, np.inf
             continue
@@ -230,7 +275,7 @@ def _newton(problem, x0, max_iter, tol):
             t *= 0.5
             if t < _MIN_STEP:
                 if exact:
-                    return x, H, factor, it, False
+                    return x, factor, it, False
                 break
         if t < _MIN_STEP:  # a chord direction that does not descend: refresh
             grad, H = problem.gradient_hessian(x)
@@ -246,7 +291,7 @@ def _newton(problem, x0, max_iter, tol):
     if not exact:
         grad, H = problem.gradient_hessian(x)
         factor = problem.factor(H)
-    return x, H, factor, max_iter, False
+    return x, factor, max_iter, False
 
 
 #: The posterior family of each loss family (:attr:`BinaryLoss.family`).
@@ -364,7 +409,7 @@ def newton_map(loss, prior, P, targets, gamma, *, coef_init=None, max_iter=100, 
     x0 = problem.start(coef_init)
     if coef_init is not None and not problem.objective(x0) <= problem.objective(0.0 * x0):
         x0 = 0.0 * x0  # a warm start worse than the prior mean: start cold
-    x, _, factor, n_iter, converged = _newton(problem, x0, max_iter, tol)
+    x, factor, n_iter, converged = _newton(problem, x0, max_iter, tol)
     return NewtonMap(problem.coef(x), factor, problem, n_iter, converged)
 
 
@@ -464,7 +509,7 @@ def posterior_around(
         U = latent[labeled]
         if loss.family == "softmax":
             problem = _CrossEntropyProblem(loss, prior, P, targets, gamma)
-            H = ce_hessian(prior, P, loss.proba(U, gamma), gamma)
+            H = ce_reduced_hessian(prior, P, loss.proba(U, gamma), gamma)
             cov = problem.covariance(problem.factor(H))
             return SoftmaxPosterior(
                 loss, gamma, eigenvectors, np.zeros((prior.size, U.shape[1])), cov,

@@ -173,6 +173,39 @@ def test_scaled_prior_and_relative_gamma_give_the_unscaled_map():
         np.testing.assert_allclose(scaled, factor * unscaled, rtol=1e-7, atol=1e-10)
 
 
+@pytest.mark.parametrize("name", ["logistic", "ce"])
+def test_warm_threaded_grid_is_the_cold_serial_one(name):
+    """A grid started from another fit's coefficients, on two threads, gives the table of
+    the cold serial grid (to the Newton tolerance), the same choice, and the chosen MAP."""
+    loss = LOSSES[name]
+    eigenvalues, P, codes = _problem(seed=3)
+    targets = _targets(loss, codes)
+    grid = dict(taus=(0.01, 0.1, 0.5), gammas=(0.1, 0.3, 1.0), n_nodes=40)
+    cold = select_hyperparameters(loss, eigenvalues, P, targets, **grid, n_threads=1)
+    other = fit_posterior(loss, eigenvalues + 0.2**2, P, np.arange(N_LABELED), targets, 0.7)
+    tau, gamma, table, coef = select_hyperparameters(
+        loss, eigenvalues, P, targets, **grid, coef_init=other.coef, n_threads=2,
+        return_coef=True,
+    )  # fmt: skip
+    np.testing.assert_allclose(table, cold[2], rtol=0, atol=1e-8)
+    assert (tau, gamma) == cold[:2]
+    refit = fit_posterior(loss, eigenvalues + tau**2, P, np.arange(N_LABELED), targets, gamma)
+    np.testing.assert_allclose(coef, refit.coef, rtol=0, atol=1e-8 * np.abs(refit.coef).max())
+    # started there, the fit is converged at once
+    again = fit_posterior(
+        loss, eigenvalues + tau**2, P, np.arange(N_LABELED), targets, gamma, coef_init=coef
+    )
+    assert again.n_iter == 1
+
+
+def test_return_coef_of_a_gaussian_loss_is_none():
+    eigenvalues, P, codes = _problem()
+    *_, coef = select_hyperparameters(
+        LOSSES["mgr"], eigenvalues, P, np.eye(N_CLASSES)[codes], return_coef=True
+    )
+    assert coef is None
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [

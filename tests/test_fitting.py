@@ -309,3 +309,20 @@ def test_newton_map_log_det_is_that_of_the_dense_hessian(name):
         curvature = loss.derivatives(P @ fit.coef, targets, 0.3)[1]
         H = np.diag(prior) + P.T @ np.diag(curvature) @ P
     assert fit.log_det_hessian() == pytest.approx(np.linalg.slogdet(H)[1], rel=1e-10)
+
+
+def test_ce_reduced_hessian_is_the_projected_dense_hessian():
+    """``ce_reduced_hessian`` against ``(E (x) I)' H (E (x) I)`` of the dense class-major
+    Hessian ``I (x) Lambda + sum_j B_j (x) p_j p_j' / gamma^2`` (explicit Kronecker products)."""
+    from skmcal.fitting import ce_reduced_hessian
+    from skmcal.posterior import zero_sum_basis
+
+    rng = np.random.RandomState(4)
+    n_labeled, M, n_c, gamma = 7, 5, 4, 0.3
+    P, prior = rng.randn(n_labeled, M), rng.uniform(0.01, 1.0, M)
+    Pi = rng.dirichlet(np.ones(n_c), n_labeled)
+    H = np.kron(np.eye(n_c), np.diag(prior))
+    for p, pi in zip(P, Pi, strict=True):
+        H += np.kron(np.diag(pi) - np.outer(pi, pi), np.outer(p, p)) / gamma**2
+    W = np.kron(zero_sum_basis(n_c), np.eye(M))
+    np.testing.assert_allclose(ce_reduced_hessian(prior, P, Pi, gamma), W.T @ H @ W, atol=1e-12)
