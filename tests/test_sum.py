@@ -117,23 +117,6 @@ def test_sum_evidence_is_the_dense_gaussian_density_at_its_best_amplitude(k):
     np.testing.assert_allclose(table[0, 0, 0, 0], value, rtol=1e-10)
 
 
-def test_sum_selection_table_is_the_dense_evidence_on_the_grid():
-    Ks1, Kf1 = _blocks(4)
-    Ks2, Kf2 = _blocks(5)
-    Y = np.eye(3)[np.random.RandomState(6).randint(3, size=7)]
-    i, j, eps, gamma, _, table = select_sum_hyperparameters([Ks1, Ks2], [Kf1, Kf2], Y)
-    assert table.shape == (2, 2, len(SUM_EPSILONS), len(SUM_GAMMAS))
-    for a, Ks in enumerate((Ks1, Ks2)):
-        for b, Kf in enumerate((Kf1, Kf2)):
-            for e, ep in enumerate(SUM_EPSILONS):
-                for g, ga in enumerate(SUM_GAMMAS):
-                    np.testing.assert_allclose(
-                        table[a, b, e, g], sum_log_evidence(Ks, Kf, Y, ep, ga), rtol=1e-9
-                    )
-    best = np.unravel_index(np.argmax(table), table.shape)
-    assert (i, j, SUM_EPSILONS[best[2]], SUM_GAMMAS[best[3]]) == (*best[:2], eps, gamma)
-
-
 def _dense_loo_terms(S, Y):
     """Residual of every label predicted from the others, and its variance, under ``S``
     (explicit solves without row ``i``)."""
@@ -175,26 +158,6 @@ def test_sum_loo_is_the_dense_leave_one_out_density_at_its_best_amplitude(k):
     np.testing.assert_allclose(table[0, 0, 0, 0], value, rtol=1e-10)
 
 
-def test_sum_loo_selection_table_on_the_grid():
-    Ks1, Kf1 = _blocks(4)
-    Ks2, Kf2 = _blocks(5)
-    Y = np.eye(3)[np.random.RandomState(6).randint(3, size=7)]
-    i, j, eps, gamma, _, table = select_sum_hyperparameters(
-        [Ks1, Ks2], [Kf1, Kf2], Y, criterion="loo"
-    )
-    for a, Ks in enumerate((Ks1, Ks2)):
-        for b, Kf in enumerate((Kf1, Kf2)):
-            for e, ep in enumerate(SUM_EPSILONS):
-                for g, ga in enumerate(SUM_GAMMAS):
-                    np.testing.assert_allclose(
-                        table[a, b, e, g], sum_loo_log_density(Ks, Kf, Y, ep, ga), rtol=1e-9
-                    )
-    best = np.unravel_index(np.argmax(table), table.shape)
-    assert (i, j, SUM_EPSILONS[best[2]], SUM_GAMMAS[best[3]]) == (*best[:2], eps, gamma)
-    with pytest.raises(ValueError, match="criterion must be 'evidence' or 'loo'; got 'cv'"):
-        select_sum_hyperparameters([Ks1], [Kf1], Y, criterion="cv")
-
-
 def test_sum_loo_prefers_the_prior_that_predicts_the_labels():
     """Labels that a smooth prior predicts and a nearly diagonal one does not: the
     leave-one-out density prefers the smooth prior's weight, the evidence need not."""
@@ -205,6 +168,30 @@ def test_sum_loo_prefers_the_prior_that_predicts_the_labels():
     Y = np.sign(x - 0.5)
     *_, table = select_sum_hyperparameters([Ks], [Kf], Y, [0.01, 3.0], [0.1], criterion="loo")
     assert table[0, 0, 0, 0] > table[0, 0, 1, 0]
+
+
+@pytest.mark.parametrize(
+    "criterion, value", [("evidence", sum_log_evidence), ("loo", sum_loo_log_density)]
+)
+def test_sum_selection_table_is_the_criterion_on_the_grid(criterion, value):
+    Ks1, Kf1 = _blocks(4)
+    Ks2, Kf2 = _blocks(5)
+    Y = np.eye(3)[np.random.RandomState(6).randint(3, size=7)]
+    i, j, eps, gamma, _, table = select_sum_hyperparameters(
+        [Ks1, Ks2], [Kf1, Kf2], Y, criterion=criterion
+    )
+    assert table.shape == (2, 2, len(SUM_EPSILONS), len(SUM_GAMMAS))
+    for a, Ks in enumerate((Ks1, Ks2)):
+        for b, Kf in enumerate((Kf1, Kf2)):
+            for e, ep in enumerate(SUM_EPSILONS):
+                for g, ga in enumerate(SUM_GAMMAS):
+                    np.testing.assert_allclose(
+                        table[a, b, e, g], value(Ks, Kf, Y, ep, ga), rtol=1e-9
+                    )
+    best = np.unravel_index(np.argmax(table), table.shape)
+    assert (i, j, SUM_EPSILONS[best[2]], SUM_GAMMAS[best[3]]) == (*best[:2], eps, gamma)
+    with pytest.raises(ValueError, match="criterion must be 'evidence' or 'loo'; got 'cv'"):
+        select_sum_hyperparameters([Ks1], [Kf1], Y, criterion="cv")
 
 
 def test_sum_evidence_rejects_bad_inputs():
