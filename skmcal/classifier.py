@@ -6,6 +6,7 @@ import logging
 import os
 import time
 import warnings
+from contextlib import nullcontext
 from numbers import Integral, Real
 
 import numpy as np
@@ -797,17 +798,21 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         )  # fmt: skip
         warm = self.warm_start and getattr(self, "_fit_signature", None) == signature
         start = time.perf_counter()
-        if model == "sum":
-            posterior, tau, gamma = self._fit_sum(loss, graph, labeled_nodes, codes, classes.size,
-                                                  warm)  # fmt: skip
-        else:
-            tau, gamma = self._select_hyperparameters(
-                model, loss, graph, labeled_nodes, codes, classes.size, warm
-            )
-            posterior = self._fit_model(
-                model, loss, graph, labeled_nodes, codes, classes.size, tau, gamma,
-                self.posterior_ if warm else None,
-            )  # fmt: skip
+        # The full-graph models share the graph's sparse solver (its cached Green's
+        # columns and preconditioners) with every fit on the graph: one at a time.
+        shared = model != "spectral"
+        with solver_for(graph.weights).lock if shared else nullcontext():
+            if model == "sum":
+                posterior, tau, gamma = self._fit_sum(loss, graph, labeled_nodes, codes,
+                                                      classes.size, warm)  # fmt: skip
+            else:
+                tau, gamma = self._select_hyperparameters(
+                    model, loss, graph, labeled_nodes, codes, classes.size, warm
+                )
+                posterior = self._fit_model(
+                    model, loss, graph, labeled_nodes, codes, classes.size, tau, gamma,
+                    self.posterior_ if warm else None,
+                )  # fmt: skip
         logger.log(
             level, "Model fit (%s, loss=%s, %d labeled nodes): %d iterations, %.2f s.",
             model, self.loss, labeled_nodes.size, posterior.n_iter,

@@ -41,6 +41,7 @@ BLAS spinning on a busy machine made it 100x slower.
 
 from __future__ import annotations
 
+import threading
 import warnings
 import weakref
 from collections import OrderedDict
@@ -327,6 +328,10 @@ class LaplacianSolver:
         Row sums of ``W``.
     n_setups : int
         Hierarchies built so far.
+    lock : threading.RLock
+        Held by a classifier's fit over all its use of the solver: the cached
+        Green's columns and preconditioners are shared by every fit on the
+        graph, threads included.
     """
 
     def __init__(self, weights):
@@ -343,6 +348,7 @@ class LaplacianSolver:
         self._columns = np.empty((W.shape[0], 0))
         self._small = None
         self._greens = OrderedDict()  # tau2 -> _GreenColumns, least recently used first
+        self.lock = threading.RLock()
 
     @property
     def n_nodes(self) -> int:
@@ -649,6 +655,7 @@ class _GreenColumns:
 
 _SOLVERS: OrderedDict = OrderedDict()
 _SOLVER_CACHE_SIZE = 4
+_SOLVERS_LOCK = threading.Lock()
 
 
 def solver_for(weights) -> LaplacianSolver:
@@ -659,15 +666,16 @@ def solver_for(weights) -> LaplacianSolver:
     preconditioner.
     """
     key = id(weights)
-    entry = _SOLVERS.get(key)
-    if entry is not None and entry[0]() is weights:
-        _SOLVERS.move_to_end(key)
-        return entry[1]
-    solver = LaplacianSolver(weights)
-    _SOLVERS[key] = (weakref.ref(weights), solver)
-    while len(_SOLVERS) > _SOLVER_CACHE_SIZE:
-        _SOLVERS.popitem(last=False)
-    return solver
+    with _SOLVERS_LOCK:
+        entry = _SOLVERS.get(key)
+        if entry is not None and entry[0]() is weights:
+            _SOLVERS.move_to_end(key)
+            return entry[1]
+        solver = LaplacianSolver(weights)
+        _SOLVERS[key] = (weakref.ref(weights), solver)
+        while len(_SOLVERS) > _SOLVER_CACHE_SIZE:
+            _SOLVERS.popitem(last=False)
+        return solver
 
 
 def _check_labeled(labeled, n_nodes, *, empty=True):

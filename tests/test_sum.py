@@ -17,7 +17,7 @@ import scipy.stats
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
-from skmcal import NodeSet, SpectralGraphClassifier, query
+from skmcal import NodeSet, SpectralGraphClassifier, clear_graph_cache, query
 from skmcal.evidence import (
     DEFAULT_TAUS,
     SUM_EPSILONS,
@@ -392,3 +392,44 @@ def test_auto_model_is_spectral_above_the_size_or_for_newton_losses(monkeypatch,
         assert auto.fit(X, y).model_ == "sum" and "eps" in auto.sum_prior_
         monkeypatch.setattr(module, "AUTO_SUM_MAX_NODES", X.shape[0] - 1)
         assert auto.fit(X, y).model_ == "spectral" and not hasattr(auto, "sum_prior_")
+
+
+@pytest.mark.parametrize("model", ["sum", "full"])
+def test_threads_fitting_a_full_graph_model_on_one_graph_agree_with_a_serial_fit(model):
+    """The fits share the graph's solver and its cached Green's columns: one at a time.
+
+    Without the solver's lock, two threads both created the Green's columns of a tau
+    and one read the other's (a KeyError, in most runs of this test).
+    """
+    import threading
+
+    X, y, _ = _data()
+    nodes = NodeSet(X)
+    labeled = np.flatnonzero(y != -1)
+    clear_graph_cache()  # a new graph: a new solver, no Green's column solved yet
+    start = threading.Barrier(4)
+    fitted, errors = [None] * 4, []
+
+    def fit(i):
+        try:
+            start.wait()
+            clf = SpectralGraphClassifier("mgr", model=model, nodes=nodes, n_eigs=10)
+            fitted[i] = clf.fit(X[labeled], y[labeled])
+        except Exception as exc:  # noqa: BLE001 -- re-raised in the main thread below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=fit, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    clear_graph_cache()
+    serial = SpectralGraphClassifier("mgr", model=model, nodes=nodes, n_eigs=10)
+    serial.fit(X[labeled], y[labeled])
+    for clf in fitted:
+        assert clf.model_ == model
+        np.testing.assert_allclose(clf.posterior_.latent(slice(None)),
+                                   serial.posterior_.latent(slice(None)),
+                                   rtol=1e-7, atol=1e-9)  # fmt: skip
