@@ -16,6 +16,7 @@ test files share (all cached: treat them as read-only).
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
 
 import numpy as np
@@ -523,6 +524,30 @@ def ce_many_classes(n_classes=6, seed=3):
         y[c * 14 + rng.choice(14, 2, replace=False)] = c
     clf = SpectralGraphClassifier("ce", n_eigs=10, tau=0.1, gamma=0.4).fit(X, y)
     return clf, BruteForce(clf, X, y), clf.posterior_
+
+
+def run_concurrently(function, n_threads):
+    """``[function(0), ..., function(n_threads - 1)]``, each in its own thread, all
+    released at once by a barrier; the first exception raised in a thread is
+    raised here."""
+    start = threading.Barrier(n_threads)
+    results, errors = [None] * n_threads, []
+
+    def run(i):
+        try:
+            start.wait()
+            results[i] = function(i)
+        except Exception as exc:  # noqa: BLE001 -- re-raised in the calling thread below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n_threads)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return results
 
 
 def assert_png(path):

@@ -18,6 +18,8 @@ from skmcal import SpectralGraphClassifier
 from skmcal import graph as graph_module
 from skmcal.graph import GraphParams, build_graph, laplacian_spectrum
 
+from _oracle import run_concurrently
+
 N_EIGS = 8
 
 
@@ -411,24 +413,12 @@ def test_threads_fitting_on_one_node_set_build_the_graph_once(monkeypatch):
     monkeypatch.setattr(graph_module, "build_graph", slow_build)
     clear_graph_cache()
     builds_before = GRAPH_CACHE.builds
-    start = threading.Barrier(4)
-    fitted, errors = [None] * 4, []
-
-    def fit(i):
-        try:
-            start.wait()
-            clf = SpectralGraphClassifier("gr", nodes=nodes, n_neighbors=5, n_eigs=6)
-            fitted[i] = clf.fit(X[rows], [0, 0, 1, 1])
-        except Exception as exc:  # noqa: BLE001 -- re-raised in the main thread below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=fit, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+    fitted = run_concurrently(
+        lambda i: SpectralGraphClassifier("gr", nodes=nodes, n_neighbors=5, n_eigs=6).fit(
+            X[rows], [0, 0, 1, 1]
+        ),
+        4,
+    )
     assert len(calls) == 1
     assert GRAPH_CACHE.builds - builds_before == 1
     assert all(clf.graph_ is fitted[0].graph_ for clf in fitted)

@@ -11,7 +11,6 @@ import re
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 
 import joblib
@@ -27,6 +26,8 @@ from skmcal import GRAPH_CACHE, NodeSet, SpectralGraphClassifier, clear_graph_ca
 from skmcal import graph as graph_module
 from skmcal import query as query_module
 from skmcal.graph import GraphCache, GraphParams, array_fingerprint, first_equal_rows, node_set
+
+from _oracle import run_concurrently
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -367,16 +368,9 @@ def test_memory_graph_is_built_once_by_concurrent_builders(tmp_path, monkeypatch
 
     monkeypatch.setattr(graph_module, "build_graph", slow_build)
     caches = [GraphCache(), GraphCache()]
-    graphs = [None, None]
-
-    def work(i):
-        graphs[i] = caches[i].get_or_build(nodes, params, memory=tmp_path)
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    graphs = run_concurrently(
+        lambda i: caches[i].get_or_build(nodes, params, memory=tmp_path), 2
+    )
     assert sum(c.builds for c in caches) == 1 and sum(c.loads for c in caches) == 1
     assert_array_equal(graphs[0].eigenvectors, graphs[1].eigenvectors)
 

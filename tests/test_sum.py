@@ -30,7 +30,7 @@ from skmcal.evidence import (
 )
 from skmcal.fullgraph import LaplacianSolver, fit_sum_graph, spectral_block
 
-from _oracle import blobs, dense_laplacian, plane_knn_graph, semi_supervised
+from _oracle import blobs, dense_laplacian, plane_knn_graph, run_concurrently, semi_supervised
 
 CENTERS = [[0.0, 0.0], [4.0, 0.0], [2.0, 3.5]]
 
@@ -401,30 +401,16 @@ def test_threads_fitting_a_full_graph_model_on_one_graph_agree_with_a_serial_fit
     Without the solver's lock, two threads both created the Green's columns of a tau
     and one read the other's (a KeyError, in most runs of this test).
     """
-    import threading
-
     X, y, _ = _data()
     nodes = NodeSet(X)
     labeled = np.flatnonzero(y != -1)
     clear_graph_cache()  # a new graph: a new solver, no Green's column solved yet
-    start = threading.Barrier(4)
-    fitted, errors = [None] * 4, []
-
-    def fit(i):
-        try:
-            start.wait()
-            clf = SpectralGraphClassifier("mgr", model=model, nodes=nodes, n_eigs=10)
-            fitted[i] = clf.fit(X[labeled], y[labeled])
-        except Exception as exc:  # noqa: BLE001 -- re-raised in the main thread below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=fit, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+    fitted = run_concurrently(
+        lambda i: SpectralGraphClassifier("mgr", model=model, nodes=nodes, n_eigs=10).fit(
+            X[labeled], y[labeled]
+        ),
+        4,
+    )
     clear_graph_cache()
     serial = SpectralGraphClassifier("mgr", model=model, nodes=nodes, n_eigs=10)
     serial.fit(X[labeled], y[labeled])
