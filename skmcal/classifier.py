@@ -585,7 +585,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         return tau, gamma
 
     def _select_hyperparameters(self, model, loss, graph, labeled_nodes, codes, n_classes, warm):
-        """``(tau, gamma)``: the given values, "auto" ones by the evidence.
+        """``(tau, gamma, start)``: the given values, "auto" ones by the evidence.
 
         ``model="full"`` with ``gr``/``mgr``: the full model's own evidence
         (:func:`skmcal.evidence.select_full_hyperparameters` over
@@ -604,17 +604,21 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         number of labels has grown by less than ``AUTO_REUSE_GROWTH`` since
         it was made (active learning
         adds a few labels per refit; the choice moves slowly).
+
+        ``start``: after a search on a warm spectral refit of a Newton loss, the
+        grid's MAP at the choice (coefficients for :meth:`_fit_model` to start
+        from); None otherwise.
         """
         tau, gamma = self._tau_gamma()
         if tau is not None and gamma is not None:
-            return tau, gamma
+            return tau, gamma, None
         n_labeled = labeled_nodes.size
         # gr/mgr: the evidence is a closed form, cheap enough for every spectral
         # fit; a full-graph refit with another (tau, gamma) would solve afresh.
         reuse = warm and (not loss.closed_form or model == "full")
         last = getattr(self, "_auto_choice", None) if reuse else None
         if last is not None and n_labeled < AUTO_REUSE_GROWTH * last[0]:
-            return last[1], last[2]
+            return last[1], last[2], None
         if model == "full" and loss.closed_form:
             solver = solver_for(graph.weights)
             taus = FULL_TAUS if tau is None else (tau,)
@@ -630,9 +634,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                     offset=offset_direction(graph.weights, labeled_nodes, solver=solver),
                 )
                 self._auto_choice = (n_labeled, tau, gamma)
-                return tau, gamma
+                return tau, gamma, None
             if last is not None:
-                return last[1], last[2]
+                return last[1], last[2], None
         taus = self._spectral_taus(graph)
         # "auto" gammas are relative to the spectral prior's scale (see
         # select_hyperparameters). The full-graph prior keeps the paper's scale
@@ -660,9 +664,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             n_threads=self._n_threads(),
             return_coef=True,
         )
-        self._evidence_coef = None if previous is None else start
         self._auto_choice = (n_labeled, tau, gamma)
-        return tau, gamma
+        return tau, gamma, None if previous is None else start
 
     def _resolved_model(self, loss, n_nodes):
         """The model of this fit: ``model``, or for ``"auto"`` the one its rule picks.
@@ -806,12 +809,12 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 posterior, tau, gamma = self._fit_sum(loss, graph, labeled_nodes, codes,
                                                       classes.size, warm)  # fmt: skip
             else:
-                tau, gamma = self._select_hyperparameters(
+                tau, gamma, grid_map = self._select_hyperparameters(
                     model, loss, graph, labeled_nodes, codes, classes.size, warm
                 )
                 posterior = self._fit_model(
                     model, loss, graph, labeled_nodes, codes, classes.size, tau, gamma,
-                    self.posterior_ if warm else None,
+                    self.posterior_ if warm else None, grid_map,
                 )  # fmt: skip
         logger.log(
             level, "Model fit (%s, loss=%s, %d labeled nodes): %d iterations, %.2f s.",
@@ -881,12 +884,14 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             )
         return labeled_nodes, codes
 
-    def _fit_model(self, model, loss, graph, labeled_nodes, codes, n_classes, tau, gamma, previous):
-        """The posterior of ``model`` (warm-started from ``previous`` if given)."""
+    def _fit_model(
+        self, model, loss, graph, labeled_nodes, codes, n_classes, tau, gamma, previous, start=None
+    ):
+        """The posterior of ``model``, warm-started from ``start`` (coefficients: the
+        evidence grid's MAP at ``(tau, gamma)``) or else from ``previous`` if given."""
         targets = loss.encode(codes, n_classes)
         prior = graph.eigenvalues + tau**2
         n_threads = self._n_threads()
-        start = self.__dict__.pop("_evidence_coef", None)  # the grid's MAP at (tau, gamma)
         if model == "spectral":
             return fit_posterior(
                 loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma,
