@@ -374,25 +374,13 @@ def plot_choices(
 
 def _node_uncertainty(clf, measure):
     """Per-node posterior variance of the latent values, or the margin."""
-    V = np.asarray(clf.eigenvectors_)
     if measure == "margin":
         U = clf.posterior_.latent(slice(None))
         if U.ndim == 1:
             return np.abs(U)
         top = np.sort(U, axis=1)
         return top[:, -1] - top[:, -2]
-    C = clf.posterior_cov()
-    M = V.shape[1]
-    if C.shape[0] == M:
-        return np.einsum("ij,jk,ik->i", V, C, V)
-    # ce: softmax ignores a shift shared by the classes, so the variance that
-    # matters is that of the centred class values u_c - mean(u): the trace of
-    # (I - 11'/n_c) Cov(u) (I - 11'/n_c), which is v' (sum_c C_cc - sum_cd C_cd / n_c) v.
-    n_classes = C.shape[0] // M
-    blocks = C.reshape(n_classes, M, n_classes, M)
-    diagonal = sum(blocks[c, :, c, :] for c in range(n_classes))
-    centred = diagonal - blocks.sum(axis=(0, 2)) / n_classes
-    return np.einsum("ij,jk,ik->i", V, centred, V)
+    return clf.posterior_.latent_variance()
 
 
 def plot_uncertainty(
@@ -406,11 +394,14 @@ def plot_uncertainty(
 ):
     """The posterior uncertainty of a fitted classifier over its nodes.
 
-    Every node coloured by ``measure``, the labeled nodes as black squares.
+    Every node coloured by ``measure``, the labeled nodes as blue squares.
     ``variance``: the Laplace posterior variance of its latent value,
-    ``diag(V C V')`` (for ``ce``, summed over the classes), large far from
-    the labels; ``margin``: the gap between the two largest latent class
-    values (binary: ``|u|``), small near the decision boundary.
+    ``diag(V C V')`` (for ``ce``, of the centred class values, summed over
+    the classes; ``model="full"`` and ``"sum"`` with ``gr``/``mgr``: with the
+    prior's white-noise remainder, the diagonal of
+    :meth:`SpectralGraphClassifier.posterior_cov`), large far from the
+    labels; ``margin``: the gap between the two largest latent class values
+    (binary: ``|u|``), small near the decision boundary.
 
     Parameters
     ----------

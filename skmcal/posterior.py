@@ -280,6 +280,15 @@ class LaplacePosterior:
         """
         return self.cov_at(np.asarray(weights @ self.eigenvectors))
 
+    def latent_variance(self):
+        """Posterior variance of the latent value at every node, ``(n_nodes,)``.
+
+        ``v_i' C v_i`` (shared by the classes of ``mgr``); the diagonal of
+        :meth:`latent_cov` at the nodes without forming it.
+        """
+        V = self.eigenvectors
+        return np.einsum("ij,jk,ik->i", V, self.cov, V)
+
     def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None, floor=None):
         """``formula(terms)`` of the look-ahead terms of ``nodes``, one value per node.
 
@@ -357,6 +366,14 @@ class RankOnePosterior(LaplacePosterior):
         rows = weights @ (self.eigenvectors * scale[:, None])
         noise = weights @ sp.diags(self.nugget * scale) @ weights.T
         return self.cov_at(rows) + noise.toarray()
+
+    def latent_variance(self):
+        if not self.nugget:
+            return super().latent_variance()
+        # the diagonal of latent_cov: scale_i^2 v_i' C v_i + s scale_i
+        scale = np.ones(self.eigenvectors.shape[0])
+        scale[self.nugget_nodes] -= self._shrink()
+        return scale**2 * super().latent_variance() + self.nugget * scale
 
     @property
     def _noise(self) -> float:

@@ -211,6 +211,20 @@ class SoftmaxPosterior(LaplacePosterior):
         blocks = np.einsum("ai,cihk,bk->cahb", rows, C4, rows)
         return blocks.reshape(n_c * n, n_c * n)
 
+    def latent_variance(self):
+        """Posterior variance of the centred class values ``u_c - mean(u)`` at every node,
+        summed over the classes, ``(n_nodes,)``.
+
+        Softmax ignores a shift shared by the classes, so this is the variance
+        that matters: the trace of ``(I - 11'/n_c) Cov(u_i) (I - 11'/n_c)``,
+        ``v_i' (sum_c C_cc - sum_cd C_cd / n_c) v_i``.
+        """
+        n_c, V = self.n_classes, self.eigenvectors
+        M = V.shape[1]
+        blocks = self.cov.reshape(n_c, M, n_c, M)
+        centred = np.einsum("cicj->ij", blocks) - blocks.sum(axis=(0, 2)) / n_c
+        return np.einsum("ij,jk,ik->i", V, centred, V)
+
     # ---------------------------------------------------------- the forms
     def _form_coefficients(self):
         """Coefficients that turn products ``v_m v_m'`` into ``G_k`` and ``D_k' D_k``.

@@ -122,10 +122,16 @@ def test_spectral_coordinates_are_the_graphs_second_and_third_eigenvectors(moons
         spectral_coordinates(small)
 
 
-@pytest.mark.parametrize("loss", ["probit", "mgr", "ce"])
-def test_uncertainty_variance_is_the_posterior_variance_of_each_node(moons, loss):
+@pytest.mark.parametrize(
+    "loss, model",
+    [("probit", "spectral"), ("mgr", "spectral"), ("ce", "spectral"),
+     ("mgr", "full"), ("gr", "sum"), ("mgr", "sum")],
+)  # fmt: skip
+def test_uncertainty_variance_is_the_posterior_variance_of_each_node(moons, loss, model):
     X, _, y = moons
-    clf = SpectralGraphClassifier(loss=loss, n_eigs=20).fit(X, y)
+    clf = SpectralGraphClassifier(loss=loss, model=model, n_eigs=20).fit(X, y)
+    # the full and summed models keep the prior's remainder as white noise
+    assert (getattr(clf.posterior_, "nugget", 0.0) > 0) == (model != "spectral")
     fig = plot_uncertainty(clf)
     points = fig.axes[0].collections[0]
     order = np.argsort(points.get_array())
