@@ -93,6 +93,47 @@ def markdown_table(stats: dict, configs: dict) -> list[str]:
     return lines
 
 
+def _best(stats: dict, methods: list[str], col: int) -> tuple[float, str]:
+    """The largest mean accuracy at checkpoint column ``col`` among ``methods``, and whose."""
+    means = [(float(stats[m]["acc"][:, col].mean()), m) for m in methods]
+    return max((v for v in means if np.isfinite(v[0])), default=(math.nan, "-"))
+
+
+def targets_table(all_stats: dict, configs: dict) -> list[str]:
+    """One line per data set: the best peer, the best skmcal method and the default
+    at the reported counts from 100 labels on, and the default's gap to the best peer.
+
+    Peers are the methods whose family is not ``skmcal``; a mean over fewer trials
+    than the others is compared as it is (the tables give the trial counts).
+    """
+    counts = [n for n in REPORTED if n >= 100]
+    cols = [CHECKPOINTS.index(n) for n in counts]
+    head = " / ".join(str(n) for n in counts)
+    lines = [
+        f"| data set | best peer: {head} | best skmcal: {head} | default: {head} "
+        "| default − best peer (pts) | default's worst drop (pts) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, stats in all_stats.items():
+        peers = [m for m in stats if m in configs and configs[m].family != "skmcal"]
+        ours = [m for m in stats if m in configs and configs[m].family == "skmcal"]
+        if not peers or not ours:
+            continue
+        peer = [_best(stats, peers, c) for c in cols]
+        best = [_best(stats, ours, c) for c in cols]
+        cell = lambda pairs: " / ".join(f"{v:.3f} ({m})" for v, m in pairs)  # noqa: E731
+        if "default" in stats:
+            acc = stats["default"]["acc"].mean(axis=0)
+            default = " / ".join(f"{acc[c]:.3f}" for c in cols)
+            gaps = [100 * (acc[c] - p[0]) for c, p in zip(cols, peer, strict=True)]
+            gap = " / ".join(f"{g:+.1f}" for g in gaps)
+            drop = f"{100 * stats['default']['drop']:.1f}"
+        else:
+            default = gap = drop = "-"
+        lines.append(f"| {name} | {cell(peer)} | {cell(best)} | {default} | {gap} | {drop} |")
+    return lines
+
+
 #: Colours of the models known today; a new model takes the next free colour of tab10.
 COLORS = {
     "mgr": "tab:blue",
@@ -210,10 +251,18 @@ def report(out: Path, configs: dict) -> Path:
         "included, used the classifier's default graph instead (`--graph default`).",
         "",
     ]
-    for name in (n + suffix for n in DATASETS for suffix in ("", DEFAULT_GRAPH_SUFFIX)):
-        stats = summarize(read_rows(out / f"{name}.csv"))
-        if not stats:
-            continue
+    names = [n + suffix for n in DATASETS for suffix in ("", DEFAULT_GRAPH_SUFFIX)]
+    all_stats = {name: summarize(read_rows(out / f"{name}.csv")) for name in names}
+    all_stats = {name: stats for name, stats in all_stats.items() if stats}
+    lines += [
+        "## Summary",
+        "",
+        "The best peer and the best skmcal method (mean over trials, the method in "
+        "brackets), the default, its difference from the best peer and its worst "
+        "one-batch drop, per data set.",
+        "",
+    ] + targets_table(all_stats, configs) + [""]
+    for name, stats in all_stats.items():
         plot(name, stats, configs, out / f"{name}.png")
         saved = json.loads((out / f"{name}.json").read_text())
         lines += [f"## {name}", "", saved.get("data", ""), "", f"![{name}]({name}.png)", ""]
