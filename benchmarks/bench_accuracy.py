@@ -107,6 +107,13 @@ CONFIGS: dict[str, Config] = {
             ("m200", {"n_eigs": 200}),
         )
     },
+    # The default with 100 eigenvectors and the other strategies (greedy batches).
+    **{
+        f"default-m100:{s}": Config(
+            "skmcal", s, {"n_eigs": 100}, options={"batch": DEFAULT_BATCH}, data_graph=False
+        )
+        for s in ("vopt", "sopt", "unc", "rand")
+    },
     # The paper's (tau, gamma) (the defaults before tau="auto", gamma="auto").
     **{
         f"paper-{loss}:{s}": Config(
@@ -121,6 +128,16 @@ CONFIGS: dict[str, Config] = {
         f"{name}:{s}": Config("skmcal", s, {"model": model, "loss": "mgr"})
         for name, model in (("full-mgr", "full"), ("poisson", "poisson"))
         for s in ("mc", "unc")
+    },
+    # The full-graph model with greedy batches and random picks (a default candidate).
+    **{
+        f"full-mgr:{name}": Config(
+            "skmcal", s, {"model": "full", "loss": "mgr"}, options=options
+        )
+        for name, s, options in (
+            ("rand", "rand", {}),
+            *((f"{s}-greedy", s, {"batch": "greedy"}) for s in ("mc", "vopt", "sopt", "unc")),
+        )
     },
     # The summed prior (spectral + full graph, weights and taus by its evidence).
     **{
