@@ -623,7 +623,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             solver = solver_for(graph.weights)
             taus = FULL_TAUS if tau is None else (tau,)
             nodes = np.unique(labeled_nodes)
-            if sum(solver.green_bytes(t**2, nodes) for t in taus) <= MAX_GREEN_BYTES:
+            # this fit's columns at every tau, whatever the solver's cache holds
+            # (columns of other fits): the choice of rule must not depend on it
+            if len(taus) * solver.column_bytes(nodes.size) <= MAX_GREEN_BYTES:
                 tau, gamma, _ = select_full_hyperparameters(
                     lambda t: green_block(
                         graph.weights, labeled_nodes, t, tol=self.tol, solver=solver
@@ -961,7 +963,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             tau_s, tau_f, eps, g = last[1]
         else:
             nodes = np.unique(labeled_nodes)
-            if sum(solver.green_bytes(t**2, nodes) for t in taus_f) > MAX_GREEN_BYTES:
+            if len(taus_f) * solver.column_bytes(nodes.size) > MAX_GREEN_BYTES:
                 taus_f = [last[1][1] if last is not None else taus_f[len(taus_f) // 2]]
             spectral = [spectral_block(graph.eigenvalues, graph.eigenvectors, labeled_nodes, t)
                         for t in taus_s]  # fmt: skip

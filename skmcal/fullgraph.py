@@ -466,11 +466,15 @@ class LaplacianSolver:
             return len(nodes)
         return int(np.count_nonzero(~green.has(nodes)))
 
+    def column_bytes(self, n_columns: int) -> int:
+        """Bytes of ``n_columns`` Green's columns (float64 over the nodes)."""
+        return 8 * self.n_nodes * int(n_columns)
+
     def green_bytes(self, tau2, nodes) -> int:
         """Bytes the Green's columns of this ``tau2`` would take once ``nodes`` have theirs."""
         green = self._greens.get(tau2)
         kept = 0 if green is None else green.n_columns
-        return 8 * self.n_nodes * (kept + self.n_green_missing(tau2, nodes))
+        return self.column_bytes(kept + self.n_green_missing(tau2, nodes))
 
     def green_solve(self, tau2, nodes, atol, max_iter=1000):
         """Make the Green's columns ``g_i = (L + tau2 I)^-1 e_i`` of ``nodes`` meet ``atol``.
@@ -484,7 +488,9 @@ class LaplacianSolver:
         at 70,000 nodes: 47 to 37 ms per iteration with the products of ``L``
         in that order too). Several shifts are kept (the evidence of
         :func:`green_block` compares a few ``tau``), the least recently used
-        dropped first while they take more than :data:`MAX_GREEN_BYTES`.
+        dropped first while they take more than :data:`MAX_GREEN_BYTES`; then
+        the last shift's columns of earlier fits (blocks without any of
+        ``nodes``), oldest first.
 
         Parameters
         ----------
@@ -528,12 +534,23 @@ class LaplacianSolver:
             unit, x, atol[todo], max_iter,
         )  # fmt: skip
         green.store(nodes[todo], x, norms)
-        while (
-            len(self._greens) > 1
-            and 8 * self.n_nodes * sum(g.n_columns for g in self._greens.values()) > MAX_GREEN_BYTES
-        ):
-            self._greens.popitem(last=False)
+        self._trim(nodes)
         return total, converged
+
+    def _trim(self, nodes):
+        """Keep the cached columns within :data:`MAX_GREEN_BYTES`: drop the least
+        recently used shifts, then the blocks of the last one that hold none of
+        ``nodes`` (columns of earlier fits on other labels), oldest first."""
+
+        def size():
+            return self.column_bytes(sum(g.n_columns for g in self._greens.values()))
+
+        while len(self._greens) > 1 and size() > MAX_GREEN_BYTES:
+            self._greens.popitem(last=False)
+        if size() > MAX_GREEN_BYTES:
+            next(reversed(self._greens.values())).drop_blocks(
+                keep=nodes, excess=size() - MAX_GREEN_BYTES, column_bytes=self.column_bytes(1)
+            )
 
     def green_residuals(self, tau2, nodes):
         """Residual norms of the cached Green's columns of ``nodes`` for ``tau2``."""
@@ -631,12 +648,27 @@ class _GreenColumns:
         return out
 
     def combine(self, nodes, coef):
-        out = np.zeros((self.blocks[0].shape[0], coef.shape[1]))
+        out = np.zeros((self.position.size, coef.shape[1]))
         for b, (cols, pos) in self._by_block(nodes).items():
             weights = np.zeros((self.blocks[b].shape[1], coef.shape[1]))
             weights[cols] = coef[pos]
             out += self.blocks[b] @ weights
         return out
+
+    def drop_blocks(self, keep, excess, column_bytes):
+        """Drop the oldest blocks holding none of the nodes ``keep`` until ``excess``
+        bytes (``column_bytes`` per column) are freed or no such block is left."""
+        needed = {self.where[int(i)][0] for i in keep if int(i) in self.where}
+        freed = 0
+        for b in range(len(self.blocks)):
+            if freed >= excess:
+                break
+            if b in needed or self.blocks[b] is None:
+                continue
+            freed += column_bytes * self.blocks[b].shape[1]
+            self.n_columns -= self.blocks[b].shape[1]
+            self.blocks[b] = self.norms[b] = None
+        self.where = {i: (b, c) for i, (b, c) in self.where.items() if self.blocks[b] is not None}
 
     def store(self, nodes, x, norms):
         new = ~self.has(nodes)

@@ -478,6 +478,27 @@ def test_green_columns_of_old_taus_are_dropped_beyond_the_byte_budget(monkeypatc
     assert solver.n_green_missing(0.04, nodes) == 0
 
 
+def test_green_columns_of_earlier_fits_are_dropped_beyond_the_byte_budget(monkeypatch):
+    """One shift over the budget: the blocks of other nodes go, the current ones stay right."""
+    import skmcal.fullgraph as module
+
+    W, _ = _graph(n=100, seed=10)
+    monkeypatch.setattr(module, "MAX_GREEN_BYTES", 8 * 100 * 5)  # five columns
+    solver = LaplacianSolver(W)
+    for nodes in ([1, 2], [3, 4], [5, 6, 7]):
+        solver.green_solve(0.1**2, np.array(nodes), np.full(len(nodes), 1e-10))
+    assert solver.n_green_missing(0.1**2, np.array([1, 2])) == 2  # the oldest block went
+    assert solver.n_green_missing(0.1**2, np.array([3, 4, 5, 6, 7])) == 0
+    labeled = np.array([5, 6, 7])
+    K = green_block(W, labeled, 0.1, tol=1e-12, solver=solver)
+    np.testing.assert_allclose(K, _dense_green(W, 0.1)[np.ix_(labeled, labeled)], atol=1e-10)
+    np.testing.assert_allclose(
+        solver.green_combine(0.1**2, labeled, np.eye(3)),
+        _dense_green(W, 0.1)[:, labeled],
+        atol=1e-8,
+    )
+
+
 @pytest.mark.parametrize("name", ["gr", "mgr"])
 @pytest.mark.parametrize("n_labeled", [6, 30])  # Green's columns; a direct solve
 def test_free_offset_fits_the_labels_less_their_offset(name, n_labeled):

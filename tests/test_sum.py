@@ -419,3 +419,43 @@ def test_threads_fitting_a_full_graph_model_on_one_graph_agree_with_a_serial_fit
         np.testing.assert_allclose(clf.posterior_.latent(slice(None)),
                                    serial.posterior_.latent(slice(None)),
                                    rtol=1e-7, atol=1e-9)  # fmt: skip
+
+
+@pytest.mark.parametrize("model", ["full", "sum"])
+def test_auto_choice_does_not_depend_on_columns_cached_by_earlier_fits(monkeypatch, model):
+    """Two estimators on one graph share its solver and the Green's columns it keeps;
+    the columns an earlier fit left (other labels) must not change the next fit's
+    hyperparameter rule (it did: their bytes counted against the budget)."""
+    import skmcal.classifier as classifier
+    import skmcal.fullgraph as fullgraph
+
+    X, _, y_true = _data()
+    n_taus = len(SUM_FULL_TAUS)
+    budget = 8 * X.shape[0] * (n_taus * 6 + 4)  # one fit's 6 columns per tau, not two fits'
+    monkeypatch.setattr(classifier, "MAX_GREEN_BYTES", budget)
+    monkeypatch.setattr(fullgraph, "MAX_GREEN_BYTES", budget)
+    pool = NodeSet(X)
+    first, second = ([np.flatnonzero(y_true == c)[k : k + 2] for c in range(3)] for k in (0, 2))
+
+    def fit(labeled):
+        y = np.full(X.shape[0], -1)
+        labeled = np.concatenate(labeled)
+        y[labeled] = y_true[labeled]
+        return SpectralGraphClassifier("mgr", model=model, nodes=pool, n_eigs=10).fit(X, y)
+
+    clear_graph_cache()
+    alone = fit(second)
+    clear_graph_cache()
+    fit(first)  # leaves its columns in the graph's solver
+    after = fit(second)
+    assert after.graph_ is not alone.graph_  # a graph (and solver) built afresh
+    assert (after.tau_, after.gamma_) == (alone.tau_, alone.gamma_)
+    if model == "sum":
+        assert after.sum_prior_["tau_f"] == alone.sum_prior_["tau_f"]
+        assert after.sum_prior_["eps"] == alone.sum_prior_["eps"]
+    np.testing.assert_allclose(
+        after.posterior_.latent(slice(None)), alone.posterior_.latent(slice(None)), atol=1e-8
+    )
+    # the solver keeps within the budget: the first fit's columns went
+    solver = fullgraph.solver_for(after.graph_.weights)
+    assert sum(g.n_columns for g in solver._greens.values()) * 8 * X.shape[0] <= budget
