@@ -193,7 +193,7 @@ def plot(name: str, stats: dict, configs: dict, path: Path) -> None:
                 if suffix.endswith("-greedy"):  # greedy batches: the loss's colour, dashed
                     kw = {**kw, "ls": "--"}
                 label = f"skmcal {model}" if config.family == "skmcal" else model
-                label += "" if suffix == strategy else f" ({suffix})"
+                label += "" if suffix in ("", strategy) else f" ({suffix})"
             else:
                 continue
             mean, std = stats[m]["acc"].mean(axis=0), stats[m]["acc"].std(axis=0)
