@@ -360,9 +360,7 @@ class RankOnePosterior(LaplacePosterior):
         # u = A alpha + independent noise, where A's row is v_i, or (1 - sigma_j) v_j at
         # a labeled node, and the noise variance s, or s (1 - sigma_j) (see the module)
         weights = sp.csr_matrix(weights)
-        sigma = self._shrink()
-        scale = np.ones(self.eigenvectors.shape[0])
-        scale[self.nugget_nodes] -= sigma
+        scale = self._node_scale()
         rows = weights @ (self.eigenvectors * scale[:, None])
         noise = weights @ sp.diags(self.nugget * scale) @ weights.T
         return self.cov_at(rows) + noise.toarray()
@@ -371,9 +369,14 @@ class RankOnePosterior(LaplacePosterior):
         if not self.nugget:
             return super().latent_variance()
         # the diagonal of latent_cov: scale_i^2 v_i' C v_i + s scale_i
+        scale = self._node_scale()
+        return scale**2 * super().latent_variance() + self.nugget * scale
+
+    def _node_scale(self):
+        """``1`` at every node, ``1 - sigma_j`` at a labeled node (see :meth:`latent_cov`)."""
         scale = np.ones(self.eigenvectors.shape[0])
         scale[self.nugget_nodes] -= self._shrink()
-        return scale**2 * super().latent_variance() + self.nugget * scale
+        return scale
 
     @property
     def _noise(self) -> float:
