@@ -73,12 +73,27 @@ AUTO_REUSE_GROWTH = 1.25
 #: The models of the latent function (the ``model`` parameter).
 MODELS = ("spectral", "full", "poisson", "sum", "auto")
 
-#: ``model="auto"`` takes the summed prior (``"sum"``) with ``gr``/``mgr`` on at
-#: most this many nodes, the spectral model otherwise. The summed model's
-#: refit and query cost grows with the number of nodes (sparse solves per
-#: class and Green's columns per label: ~0.5 s per batch at 70,000 nodes in
-#: ``benchmarks/bench_accuracy.py``); the spectral model's does not.
-AUTO_SUM_MAX_NODES = 100_000
+#: ``model="auto"`` takes the spectral model while the labels number fewer than
+#: ``max(AUTO_FULL_MIN_LABELS, AUTO_FULL_LABELS_PER_CLASS * n_classes)``, and the
+#: full-graph model from there on (with ``gr``/``mgr``, on at most
+#: :data:`AUTO_FULL_MAX_NODES` nodes). With few labels the 50-eigenvector model
+#: is the steadier one (Laplace learning on the full graph degenerates at low
+#: label rates, and lost up to 7 points over one batch below 50 labels in
+#: ``benchmarks/bench_accuracy.py``); with more labels the full graph is the
+#: more accurate (it has no truncation to saturate).
+AUTO_FULL_MIN_LABELS = 50
+AUTO_FULL_LABELS_PER_CLASS = 5
+
+#: ``model="auto"`` keeps the spectral model on more nodes than this: the full
+#: model's refit and query cost grows with the number of nodes (sparse solves
+#: per class; ~0.5 s per batch at 70,000 nodes in ``benchmarks/bench_accuracy.py``);
+#: the spectral model's does not.
+AUTO_FULL_MAX_NODES = 100_000
+
+#: The likelihoods the ``loss`` parameter takes: those of :data:`LOSSES`, and
+#: ``"auto"`` (``ce`` with the spectral and Poisson models, ``mgr`` with the
+#: full-graph and summed ones).
+LOSS_OPTIONS = (*LOSSES, "auto")
 
 #: Default marker of an unlabeled row in ``y`` (scikit-learn's semi-supervised
 #: convention); see the ``missing_label`` parameter.
@@ -168,7 +183,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    loss : {"ce", "mgr", "gr", "logistic", "probit"}, default="ce"
+    loss : {"ce", "mgr", "gr", "logistic", "probit", "auto"}, default="ce"
         The likelihood. ``gr`` (Gaussian regression), ``logistic`` and
         ``probit`` are binary: they take exactly two classes, the first of
         ``classes_`` coded -1 and the second +1. ``mgr`` (multiclass Gaussian
@@ -179,7 +194,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         set there); ``mgr`` is several times faster per query and refit (a
         closed form, no Newton iterations) and is as accurate with
         uncertainty sampling (see the user guide, "Choosing a loss and a
-        strategy").
+        strategy"). ``auto``: ``ce`` with the spectral and Poisson models,
+        ``mgr`` with the full-graph and summed ones (the Gaussian likelihood
+        makes the full-graph fit one sparse solve per class); with
+        ``model="auto"`` that is ``ce`` while the labels are few and ``mgr``
+        (Laplace learning) from there on. The loss used is in ``loss_``.
     model : {"spectral", "full", "poisson", "sum", "auto"}, default="spectral"
         The latent function. ``spectral``: ``u = V alpha`` in the ``n_eigs``
         smallest eigenvectors (the paper). ``full``: the MAP over all nodes,
@@ -200,13 +219,15 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``sum_prior_``). For ``full``, ``poisson`` and ``sum`` the covariance
         that ``posterior_cov`` and the query strategies use is the spectral
         Laplace covariance of ``loss`` evaluated around the model's latent values (see
-        :func:`skmcal.fitting.posterior_around`). ``auto``: ``sum`` with
-        ``gr``/``mgr`` on at most :data:`AUTO_SUM_MAX_NODES` (100,000) nodes,
-        where it was the most accurate with model change in
-        ``benchmarks/bench_accuracy.py`` and a batch costs under a second;
-        ``spectral`` with the other losses and on more nodes (its refit and
-        query cost does not grow with the number of nodes); the choice is in
-        ``model_``.
+        :func:`skmcal.fitting.posterior_around`). ``auto``: the spectral
+        model while the labels number fewer than ``max(50, 5 * n_classes)``
+        (:data:`AUTO_FULL_MIN_LABELS`, :data:`AUTO_FULL_LABELS_PER_CLASS`),
+        ``full`` from there on with ``gr``, ``mgr`` or ``loss="auto"`` on at
+        most :data:`AUTO_FULL_MAX_NODES` (100,000) nodes; ``spectral`` with
+        the other losses and on more nodes (its cost does not grow with the
+        number of nodes). With few labels the spectral model is the steadier,
+        with more the full graph is the more accurate (no truncation); see the
+        user guide, "The model". The choice of each fit is in ``model_``.
     nodes : None, array-like, sparse matrix or NodeSet, default=None
         The nodes of the graph. None: the rows given to ``fit`` are the nodes
         (rows with ``y = missing_label`` are unlabeled nodes). Otherwise ``fit(X, y)``
@@ -360,6 +381,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         (``ce``): what predictions and the query strategies read.
     model_ : str
         The model of the last fit: ``model``, or the one ``model="auto"`` chose.
+    loss_ : str
+        The loss of the last fit: ``loss``, or the one ``loss="auto"`` chose.
     tau_, gamma_ : float
         The values used (after resolving "auto"). ``model="sum"``: the
         spectral tau, and the gamma of the unscaled spectral prior with the
@@ -470,7 +493,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "loss": [StrOptions(set(LOSSES))],
+        "loss": [StrOptions(set(LOSS_OPTIONS))],
         "model": [StrOptions(set(MODELS))],
         "nodes": [None, "array-like", "sparse matrix", NodeSet],
         "kernel": [StrOptions({"gaussian", "cosine", "precomputed"})],
@@ -669,15 +692,28 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         self._auto_choice = (n_labeled, tau, gamma)
         return tau, gamma, None if previous is None else start
 
-    def _resolved_model(self, loss, n_nodes):
-        """The model of this fit: ``model``, or for ``"auto"`` the one its rule picks.
+    def _resolved_loss_model(self, n_nodes, n_labeled, n_classes):
+        """The loss and model of this fit: ``loss`` and ``model``, "auto" resolved.
 
-        ``"auto"``: ``"sum"`` with ``gr``/``mgr`` on at most
-        :data:`AUTO_SUM_MAX_NODES` nodes, ``"spectral"`` otherwise.
+        ``model="auto"``: ``"full"`` once ``n_labeled`` reaches
+        ``max(AUTO_FULL_MIN_LABELS, AUTO_FULL_LABELS_PER_CLASS * n_classes)``,
+        with ``gr``/``mgr`` (or ``loss="auto"``) on at most
+        :data:`AUTO_FULL_MAX_NODES` nodes; ``"spectral"`` otherwise.
+        ``loss="auto"``: ``"mgr"`` with the full and summed models, ``"ce"``
+        with the spectral and Poisson ones.
         """
-        if self.model != "auto":
-            return self.model
-        return "sum" if loss.closed_form and n_nodes <= AUTO_SUM_MAX_NODES else "spectral"
+        model = self.model
+        if model == "auto":
+            gaussian = self.loss == "auto" or LOSSES[self.loss].closed_form
+            enough = n_labeled >= max(
+                AUTO_FULL_MIN_LABELS, AUTO_FULL_LABELS_PER_CLASS * n_classes
+            )
+            full = gaussian and enough and n_nodes <= AUTO_FULL_MAX_NODES
+            model = "full" if full else "spectral"
+        loss = self.loss
+        if loss == "auto":
+            loss = "mgr" if model in ("full", "sum") else "ce"
+        return loss, model
 
     @staticmethod
     def _spectral_taus(graph):
@@ -730,7 +766,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         X = validate_data(self, X, accept_sparse="csr", dtype=list(NODE_DTYPES))
-        _check_tau_gamma(self.loss, *self._tau_gamma())
+        # "auto" is checked as mgr here (the range of float64) and again once resolved.
+        _check_tau_gamma("mgr" if self.loss == "auto" else self.loss, *self._tau_gamma())
         # y may hold NaN or None as its unlabeled marker: checked here, not by validate_data.
         y = column_or_1d(y, warn=True)
         check_consistent_length(X, y)
@@ -748,7 +785,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         if labels.dtype.kind == "f" and not np.isfinite(labels).all():
             raise ValueError("Input y contains infinity among its labels.")
         check_classification_targets(labels)
-        if self.model == "sum" and not LOSSES[self.loss].closed_form:
+        if self.model == "sum" and self.loss != "auto" and not LOSSES[self.loss].closed_form:
             raise ValueError(
                 f"model='sum' takes the Gaussian losses 'gr' and 'mgr'; got loss={self.loss!r}. "
                 f"Use loss='mgr' (or 'gr' for two classes), or another model for {self.loss!r}."
@@ -761,7 +798,6 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 "Label at least one row of each of two classes."
             )
         classes = np.unique(labels)
-        loss = LOSSES[self.loss]
         if classes.size < 2:
             n_marked = int(labeled.size - labeled.sum())
             hint = (
@@ -776,7 +812,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 f"The labeled rows hold one class only ({classes.tolist()[0]!r}); "
                 f"a classifier needs labels of at least two classes.{hint}"
             )
-        if not loss.multiclass and classes.size > 2:
+        if self.loss != "auto" and not LOSSES[self.loss].multiclass and classes.size > 2:
             raise ValueError(
                 f"Only binary classification is supported by loss={self.loss!r}, but "
                 f"y has {classes.size} classes {classes.tolist()}; use loss='mgr' or "
@@ -788,17 +824,22 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             level, "Nodes (%d x %d %s) and the %d rows of X among them: %.2f s.",
             *nodes.data.shape, nodes.data.dtype, X.shape[0], time.perf_counter() - start,
         )  # fmt: skip
+        labeled_nodes, codes = self._distinct_labels(
+            node_index, labeled, np.searchsorted(classes, labels), classes, nodes
+        )
+        loss_name, model = self._resolved_loss_model(
+            nodes.n_nodes, labeled_nodes.size, classes.size
+        )
+        if loss_name != self.loss:
+            _check_tau_gamma(loss_name, *self._tau_gamma())
+        loss = LOSSES[loss_name]
         params = self._graph_params(nodes.n_nodes)
         graph = GRAPH_CACHE.get_or_build(
             nodes, params, memory=self.memory, verbose=self.verbose, keep=self.cache
         )
-        labeled_nodes, codes = self._distinct_labels(
-            node_index, labeled, np.searchsorted(classes, labels), classes, nodes
-        )
-        model = self._resolved_model(loss, nodes.n_nodes)
         # Warm start only where the previous fit used the same graph content.
         signature = (
-            graph.params.key(nodes.digest), model, self.loss, tuple(classes.tolist()),
+            graph.params.key(nodes.digest), model, loss_name, tuple(classes.tolist()),
             self.tau, self.gamma,
         )  # fmt: skip
         warm = self.warm_start and getattr(self, "_fit_signature", None) == signature
@@ -820,12 +861,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 )  # fmt: skip
         logger.log(
             level, "Model fit (%s, loss=%s, %d labeled nodes): %d iterations, %.2f s.",
-            model, self.loss, labeled_nodes.size, posterior.n_iter,
+            model, loss_name, labeled_nodes.size, posterior.n_iter,
             time.perf_counter() - start,
         )  # fmt: skip
 
         self.classes_ = classes
         self.model_ = model
+        self.loss_ = loss_name
         if model != "sum":  # from an earlier fit of the summed model
             self.__dict__.pop("sum_prior_", None)
         self.graph_ = graph

@@ -458,7 +458,7 @@ def plot_uncertainty(
                linewidths=0.6, label=f"labeled ({labeled.size})", zorder=3)  # fmt: skip
     hint = "large" if measure == "variance" else "small"
     fig.colorbar(points, ax=ax, shrink=0.85).set_label(f"{measures[measure]} ({hint}: uncertain)")
-    ax.set_title(title or f"{measures[measure]} ({clf.loss})")
+    ax.set_title(title or f"{measures[measure]} ({clf.loss_})")
     ax.set_xticks([])
     ax.set_yticks([])
     ax.set_aspect("equal", adjustable="datalim")

@@ -25,6 +25,7 @@ ESTIMATORS = [
     SpectralGraphClassifier(loss="mgr"),
     SpectralGraphClassifier(loss="probit"),
     SpectralGraphClassifier(loss="mgr", missing_label=np.nan),
+    SpectralGraphClassifier(loss="auto", model="auto", missing_label=np.nan),
 ]
 
 

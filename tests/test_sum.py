@@ -361,39 +361,6 @@ def test_sum_model_refuses_non_gaussian_losses(loss):
         SpectralGraphClassifier(loss, model="sum", n_eigs=10, cache=False).fit(X, y)
 
 
-@pytest.mark.parametrize("loss", ["gr", "mgr"])
-def test_auto_model_is_the_sum_model_on_few_nodes(loss):
-    X, y, _ = _data(2 if loss == "gr" else 3)
-    auto = SpectralGraphClassifier(loss, model="auto", n_eigs=10, cache=False).fit(X, y)
-    summed = SpectralGraphClassifier(loss, model="sum", n_eigs=10, cache=False).fit(X, y)
-    assert auto.model_ == "sum" and summed.model_ == "sum"
-    assert auto.sum_prior_ == summed.sum_prior_
-    np.testing.assert_array_equal(auto.posterior_.latent(slice(None)),
-                                  summed.posterior_.latent(slice(None)))  # fmt: skip
-    np.testing.assert_array_equal(auto.posterior_cov(), summed.posterior_cov())
-    assert auto.get_params()["model"] == "auto"
-
-
-@pytest.mark.parametrize("loss", ["mgr", "ce"])
-def test_auto_model_is_spectral_above_the_size_or_for_newton_losses(monkeypatch, loss):
-    import skmcal.classifier as module
-
-    X, y, _ = _data()
-    if loss == "mgr":  # a node count above the rule's limit
-        monkeypatch.setattr(module, "AUTO_SUM_MAX_NODES", X.shape[0] - 1)
-    auto = SpectralGraphClassifier(loss, model="auto", n_eigs=10, cache=False).fit(X, y)
-    spectral = SpectralGraphClassifier(loss, n_eigs=10, cache=False).fit(X, y)
-    assert auto.model_ == "spectral" and not hasattr(auto, "sum_prior_")
-    assert (auto.tau_, auto.gamma_) == (spectral.tau_, spectral.gamma_)
-    np.testing.assert_array_equal(auto.predict_proba(X), spectral.predict_proba(X))
-    np.testing.assert_array_equal(auto.posterior_cov(), spectral.posterior_cov())
-    if loss == "mgr":  # at the limit itself: the summed model
-        monkeypatch.setattr(module, "AUTO_SUM_MAX_NODES", X.shape[0])
-        assert auto.fit(X, y).model_ == "sum" and "eps" in auto.sum_prior_
-        monkeypatch.setattr(module, "AUTO_SUM_MAX_NODES", X.shape[0] - 1)
-        assert auto.fit(X, y).model_ == "spectral" and not hasattr(auto, "sum_prior_")
-
-
 @pytest.mark.parametrize("model", ["sum", "full"])
 def test_threads_fitting_a_full_graph_model_on_one_graph_agree_with_a_serial_fit(model):
     """The fits share the graph's solver and its cached Green's columns: one at a time.

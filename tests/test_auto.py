@@ -1,0 +1,121 @@
+"""``loss="auto"`` and ``model="auto"``: the spectral model while labels are few, the full graph after.
+
+Each resolved fit must equal the fit of the explicit configuration it names
+(same hyperparameters, latent values and covariance), whichever fits came
+before it on the same estimator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import skmcal.classifier as module
+from skmcal import SpectralGraphClassifier
+from skmcal.estimator_checks import expected_failed_checks
+
+from _oracle import blobs, semi_supervised
+
+CENTERS = [[0.0, 0.0], [4.0, 0.0], [2.0, 3.5]]
+N_LABELED = 24  # 8 per class
+
+
+def _data(n_labeled_per_class=8, seed=0):
+    X, y_true, labeled = blobs(
+        3, 30, centers=CENTERS, labels=np.arange(3), n_labeled=n_labeled_per_class, seed=seed
+    )
+    return X, semi_supervised(y_true, labeled)
+
+
+def _assert_same_fit(auto, explicit, X):
+    assert (auto.tau_, auto.gamma_) == (explicit.tau_, explicit.gamma_)
+    np.testing.assert_array_equal(auto.predict_proba(X), explicit.predict_proba(X))
+    np.testing.assert_array_equal(auto.posterior_cov(), explicit.posterior_cov())
+
+
+def _fit(X, y, **params):
+    return SpectralGraphClassifier(n_eigs=10, cache=False, **params).fit(X, y)
+
+
+@pytest.mark.parametrize("loss", ["auto", "mgr"])
+def test_auto_model_is_spectral_below_the_label_threshold_and_full_from_it(monkeypatch, loss):
+    X, y = _data()
+    assert np.count_nonzero(y != -1) == N_LABELED
+    below = _fit(X, y, loss=loss, model="auto")  # 24 labels < 50
+    assert below.model_ == "spectral"
+    assert below.loss_ == ("ce" if loss == "auto" else "mgr")
+    _assert_same_fit(below, _fit(X, y, loss=below.loss_, model="spectral"), X)
+
+    monkeypatch.setattr(module, "AUTO_FULL_MIN_LABELS", N_LABELED)  # the threshold itself
+    at = _fit(X, y, loss=loss, model="auto")
+    assert (at.model_, at.loss_) == ("full", "mgr")
+    _assert_same_fit(at, _fit(X, y, loss="mgr", model="full"), X)
+    assert at.get_params()["model"] == "auto" and at.get_params()["loss"] == loss
+
+    monkeypatch.setattr(module, "AUTO_FULL_MIN_LABELS", N_LABELED + 1)
+    assert _fit(X, y, loss=loss, model="auto").model_ == "spectral"
+
+
+def test_auto_model_takes_the_larger_of_the_two_thresholds(monkeypatch):
+    X, y = _data()
+    monkeypatch.setattr(module, "AUTO_FULL_MIN_LABELS", 1)
+    monkeypatch.setattr(module, "AUTO_FULL_LABELS_PER_CLASS", N_LABELED // 3 + 1)  # 27 > 24
+    assert _fit(X, y, loss="auto", model="auto").model_ == "spectral"
+    monkeypatch.setattr(module, "AUTO_FULL_LABELS_PER_CLASS", N_LABELED // 3)  # 24
+    assert _fit(X, y, loss="auto", model="auto").model_ == "full"
+
+
+def test_auto_model_stays_spectral_above_the_node_limit_and_with_newton_losses(monkeypatch):
+    X, y = _data()
+    monkeypatch.setattr(module, "AUTO_FULL_MIN_LABELS", 1)
+    monkeypatch.setattr(module, "AUTO_FULL_MAX_NODES", X.shape[0] - 1)
+    auto = _fit(X, y, loss="auto", model="auto")
+    assert (auto.model_, auto.loss_) == ("spectral", "ce")
+    _assert_same_fit(auto, _fit(X, y, loss="ce"), X)
+    monkeypatch.setattr(module, "AUTO_FULL_MAX_NODES", X.shape[0])
+    assert _fit(X, y, loss="auto", model="auto").model_ == "full"
+    ce = _fit(X, y, loss="ce", model="auto")  # the full model with ce: not taken
+    assert (ce.model_, ce.loss_) == ("spectral", "ce")
+
+
+def test_refits_across_the_switch_equal_fits_from_scratch(monkeypatch):
+    """Growing labels switch spectral ce -> full mgr; a warm refit must not carry the old model."""
+    X, y_few = _data(4)
+    _, y_many = _data(8)
+    monkeypatch.setattr(module, "AUTO_FULL_MIN_LABELS", N_LABELED)
+    clf = SpectralGraphClassifier(loss="auto", model="auto", n_eigs=10, cache=False)
+    for y, model in ((y_few, "spectral"), (y_many, "full"), (y_few, "spectral")):
+        clf.fit(X, y)
+        assert clf.model_ == model
+        _assert_same_fit(clf, _fit(X, y, loss=clf.loss_, model=model), X)
+        if model == "spectral":
+            assert clf.coef_.shape == (10, 3)
+
+
+@pytest.mark.parametrize(("model", "loss"), [("spectral", "ce"), ("poisson", "ce"),
+                                             ("full", "mgr"), ("sum", "mgr")])  # fmt: skip
+def test_auto_loss_with_a_given_model(model, loss):
+    X, y = _data()
+    auto = _fit(X, y, loss="auto", model=model)
+    assert (auto.model_, auto.loss_) == (model, loss)
+    _assert_same_fit(auto, _fit(X, y, loss=loss, model=model), X)
+
+
+def test_auto_loss_refuses_a_tau_too_small_for_the_loss_it_resolves_to():
+    X, y = _data()
+    with pytest.raises(ValueError, match="tau=1e-05 is too small for loss='ce'"):
+        _fit(X, y, loss="auto", tau=1e-5)  # spectral: ce
+    assert _fit(X, y, loss="auto", model="full", tau=1e-5).loss_ == "mgr"
+
+
+def test_auto_loss_and_model_in_the_expected_failed_checks():
+    closed_form = "check_non_transformer_estimators_n_iter"
+    for model, expected in (("auto", True), ("full", True), ("spectral", False)):
+        checks = expected_failed_checks(SpectralGraphClassifier(loss="auto", model=model))
+        assert (closed_form in checks) is expected
+
+
+def test_loss_names_auto_among_the_accepted_values():
+    X, y = _data()
+    with pytest.raises(ValueError, match="'auto'"):
+        SpectralGraphClassifier(loss="automatic").fit(X, y)
