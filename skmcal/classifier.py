@@ -74,21 +74,22 @@ AUTO_REUSE_GROWTH = 1.25
 MODELS = ("spectral", "full", "poisson", "sum", "auto")
 
 #: ``model="auto"`` takes the spectral model while the labels number fewer than
-#: ``max(AUTO_FULL_MIN_LABELS, AUTO_FULL_LABELS_PER_CLASS * n_classes)``, and the
-#: full-graph model from there on (with ``gr``/``mgr``, on at most
-#: :data:`AUTO_FULL_MAX_NODES` nodes). With few labels the 50-eigenvector model
-#: is the steadier one (Laplace learning on the full graph degenerates at low
-#: label rates, and lost up to 7 points over one batch below 50 labels in
-#: ``benchmarks/bench_accuracy.py``); with more labels the full graph is the
-#: more accurate (it has no truncation to saturate).
-AUTO_FULL_MIN_LABELS = 50
-AUTO_FULL_LABELS_PER_CLASS = 5
+#: ``max(AUTO_SUM_MIN_LABELS, AUTO_SUM_LABELS_PER_CLASS * n_classes)``, and the
+#: summed prior (spectral + full graph) from there on (with ``gr``/``mgr``, on
+#: at most :data:`AUTO_SUM_MAX_NODES` nodes). With few labels the spectral
+#: model is the steadier one: the summed and full-graph models lost up to 8
+#: points over one batch below 50 labels in ``benchmarks/bench_accuracy.py``
+#: (their hyperparameters, chosen from a handful of labels, move with each
+#: batch; Laplace learning degenerates at low label rates). With more labels
+#: the full graph's part is the more accurate (no truncation to saturate).
+AUTO_SUM_MIN_LABELS = 50
+AUTO_SUM_LABELS_PER_CLASS = 5
 
-#: ``model="auto"`` keeps the spectral model on more nodes than this: the full
-#: model's refit and query cost grows with the number of nodes (sparse solves
-#: per class; ~0.5 s per batch at 70,000 nodes in ``benchmarks/bench_accuracy.py``);
-#: the spectral model's does not.
-AUTO_FULL_MAX_NODES = 100_000
+#: ``model="auto"`` keeps the spectral model on more nodes than this: the
+#: summed model's refit and query cost grows with the number of nodes (sparse
+#: solves per class, Green's columns per label; about 1 s per batch at 70,000
+#: nodes in ``benchmarks/bench_accuracy.py``); the spectral model's does not.
+AUTO_SUM_MAX_NODES = 100_000
 
 #: The likelihoods the ``loss`` parameter takes: those of :data:`LOSSES`, and
 #: ``"auto"`` (``ce`` with the spectral and Poisson models, ``mgr`` with the
@@ -196,9 +197,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         uncertainty sampling (see the user guide, "Choosing a loss and a
         strategy"). ``auto``: ``ce`` with the spectral and Poisson models,
         ``mgr`` with the full-graph and summed ones (the Gaussian likelihood
-        makes the full-graph fit one sparse solve per class); with
+        makes their fit a few sparse solves per class); with
         ``model="auto"`` that is ``ce`` while the labels are few and ``mgr``
-        (Laplace learning) from there on. The loss used is in ``loss_``.
+        from there on. The loss used is in ``loss_``.
     model : {"spectral", "full", "poisson", "sum", "auto"}, default="spectral"
         The latent function. ``spectral``: ``u = V alpha`` in the ``n_eigs``
         smallest eigenvectors (the paper). ``full``: the MAP over all nodes,
@@ -221,13 +222,14 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         Laplace covariance of ``loss`` evaluated around the model's latent values (see
         :func:`skmcal.fitting.posterior_around`). ``auto``: the spectral
         model while the labels number fewer than ``max(50, 5 * n_classes)``
-        (:data:`AUTO_FULL_MIN_LABELS`, :data:`AUTO_FULL_LABELS_PER_CLASS`),
-        ``full`` from there on with ``gr``, ``mgr`` or ``loss="auto"`` on at
-        most :data:`AUTO_FULL_MAX_NODES` (100,000) nodes; ``spectral`` with
+        (:data:`AUTO_SUM_MIN_LABELS`, :data:`AUTO_SUM_LABELS_PER_CLASS`),
+        ``sum`` from there on with ``gr``, ``mgr`` or ``loss="auto"`` on at
+        most :data:`AUTO_SUM_MAX_NODES` (100,000) nodes; ``spectral`` with
         the other losses and on more nodes (its cost does not grow with the
         number of nodes). With few labels the spectral model is the steadier,
-        with more the full graph is the more accurate (no truncation); see the
-        user guide, "The model". The choice of each fit is in ``model_``.
+        with more the full graph's part is the more accurate (no truncation);
+        see the user guide, "The model". The choice of each fit is in
+        ``model_``.
     nodes : None, array-like, sparse matrix or NodeSet, default=None
         The nodes of the graph. None: the rows given to ``fit`` are the nodes
         (rows with ``y = missing_label`` are unlabeled nodes). Otherwise ``fit(X, y)``
@@ -695,21 +697,19 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     def _resolved_loss_model(self, n_nodes, n_labeled, n_classes):
         """The loss and model of this fit: ``loss`` and ``model``, "auto" resolved.
 
-        ``model="auto"``: ``"full"`` once ``n_labeled`` reaches
-        ``max(AUTO_FULL_MIN_LABELS, AUTO_FULL_LABELS_PER_CLASS * n_classes)``,
+        ``model="auto"``: ``"sum"`` once ``n_labeled`` reaches
+        ``max(AUTO_SUM_MIN_LABELS, AUTO_SUM_LABELS_PER_CLASS * n_classes)``,
         with ``gr``/``mgr`` (or ``loss="auto"``) on at most
-        :data:`AUTO_FULL_MAX_NODES` nodes; ``"spectral"`` otherwise.
+        :data:`AUTO_SUM_MAX_NODES` nodes; ``"spectral"`` otherwise.
         ``loss="auto"``: ``"mgr"`` with the full and summed models, ``"ce"``
         with the spectral and Poisson ones.
         """
         model = self.model
         if model == "auto":
             gaussian = self.loss == "auto" or LOSSES[self.loss].closed_form
-            enough = n_labeled >= max(
-                AUTO_FULL_MIN_LABELS, AUTO_FULL_LABELS_PER_CLASS * n_classes
-            )
-            full = gaussian and enough and n_nodes <= AUTO_FULL_MAX_NODES
-            model = "full" if full else "spectral"
+            enough = n_labeled >= max(AUTO_SUM_MIN_LABELS, AUTO_SUM_LABELS_PER_CLASS * n_classes)
+            summed = gaussian and enough and n_nodes <= AUTO_SUM_MAX_NODES
+            model = "sum" if summed else "spectral"
         loss = self.loss
         if loss == "auto":
             loss = "mgr" if model in ("full", "sum") else "ce"

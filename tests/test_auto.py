@@ -1,4 +1,4 @@
-"""``loss="auto"`` and ``model="auto"``: the spectral model while labels are few, the full graph after.
+"""``loss="auto"`` and ``model="auto"``: the spectral model while labels are few, the summed prior after.
 
 Each resolved fit must equal the fit of the explicit configuration it names
 (same hyperparameters, latent values and covariance), whichever fits came
@@ -46,50 +46,50 @@ def test_auto_model_is_spectral_below_the_label_threshold_and_full_from_it(monke
     assert below.loss_ == ("ce" if loss == "auto" else "mgr")
     _assert_same_fit(below, _fit(X, y, loss=below.loss_, model="spectral"), X)
 
-    monkeypatch.setattr(module, "AUTO_FULL_MIN_LABELS", N_LABELED)  # the threshold itself
+    monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", N_LABELED)  # the threshold itself
     at = _fit(X, y, loss=loss, model="auto")
-    assert (at.model_, at.loss_) == ("full", "mgr")
-    _assert_same_fit(at, _fit(X, y, loss="mgr", model="full"), X)
+    assert (at.model_, at.loss_) == ("sum", "mgr")
+    _assert_same_fit(at, _fit(X, y, loss="mgr", model="sum"), X)
+    assert at.sum_prior_ == _fit(X, y, loss="mgr", model="sum").sum_prior_
     assert at.get_params()["model"] == "auto" and at.get_params()["loss"] == loss
 
-    monkeypatch.setattr(module, "AUTO_FULL_MIN_LABELS", N_LABELED + 1)
+    monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", N_LABELED + 1)
     assert _fit(X, y, loss=loss, model="auto").model_ == "spectral"
 
 
 def test_auto_model_takes_the_larger_of_the_two_thresholds(monkeypatch):
     X, y = _data()
-    monkeypatch.setattr(module, "AUTO_FULL_MIN_LABELS", 1)
-    monkeypatch.setattr(module, "AUTO_FULL_LABELS_PER_CLASS", N_LABELED // 3 + 1)  # 27 > 24
+    monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", 1)
+    monkeypatch.setattr(module, "AUTO_SUM_LABELS_PER_CLASS", N_LABELED // 3 + 1)  # 27 > 24
     assert _fit(X, y, loss="auto", model="auto").model_ == "spectral"
-    monkeypatch.setattr(module, "AUTO_FULL_LABELS_PER_CLASS", N_LABELED // 3)  # 24
-    assert _fit(X, y, loss="auto", model="auto").model_ == "full"
+    monkeypatch.setattr(module, "AUTO_SUM_LABELS_PER_CLASS", N_LABELED // 3)  # 24
+    assert _fit(X, y, loss="auto", model="auto").model_ == "sum"
 
 
 def test_auto_model_stays_spectral_above_the_node_limit_and_with_newton_losses(monkeypatch):
     X, y = _data()
-    monkeypatch.setattr(module, "AUTO_FULL_MIN_LABELS", 1)
-    monkeypatch.setattr(module, "AUTO_FULL_MAX_NODES", X.shape[0] - 1)
+    monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", 1)
+    monkeypatch.setattr(module, "AUTO_SUM_MAX_NODES", X.shape[0] - 1)
     auto = _fit(X, y, loss="auto", model="auto")
     assert (auto.model_, auto.loss_) == ("spectral", "ce")
     _assert_same_fit(auto, _fit(X, y, loss="ce"), X)
-    monkeypatch.setattr(module, "AUTO_FULL_MAX_NODES", X.shape[0])
-    assert _fit(X, y, loss="auto", model="auto").model_ == "full"
-    ce = _fit(X, y, loss="ce", model="auto")  # the full model with ce: not taken
+    monkeypatch.setattr(module, "AUTO_SUM_MAX_NODES", X.shape[0])
+    assert _fit(X, y, loss="auto", model="auto").model_ == "sum"
+    ce = _fit(X, y, loss="ce", model="auto")  # the summed model takes gr/mgr only
     assert (ce.model_, ce.loss_) == ("spectral", "ce")
 
 
 def test_refits_across_the_switch_equal_fits_from_scratch(monkeypatch):
-    """Growing labels switch spectral ce -> full mgr; a warm refit must not carry the old model."""
+    """Growing labels switch spectral ce -> summed mgr; a warm refit must not carry the old model."""
     X, y_few = _data(4)
     _, y_many = _data(8)
-    monkeypatch.setattr(module, "AUTO_FULL_MIN_LABELS", N_LABELED)
+    monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", N_LABELED)
     clf = SpectralGraphClassifier(loss="auto", model="auto", n_eigs=10, cache=False)
-    for y, model in ((y_few, "spectral"), (y_many, "full"), (y_few, "spectral")):
+    for y, model in ((y_few, "spectral"), (y_many, "sum"), (y_few, "spectral")):
         clf.fit(X, y)
         assert clf.model_ == model
         _assert_same_fit(clf, _fit(X, y, loss=clf.loss_, model=model), X)
-        if model == "spectral":
-            assert clf.coef_.shape == (10, 3)
+        assert hasattr(clf, "sum_prior_") is (model == "sum")
 
 
 @pytest.mark.parametrize(("model", "loss"), [("spectral", "ce"), ("poisson", "ce"),
