@@ -1,4 +1,4 @@
-"""``loss="auto"`` and ``model="auto"``: the spectral model while labels are few, the summed prior after.
+"""``loss="auto"``, ``model="auto"``: the spectral model while labels are few, then the summed one.
 
 Each resolved fit must equal the fit of the explicit configuration it names
 (same hyperparameters, latent values and covariance), whichever fits came
@@ -80,7 +80,7 @@ def test_auto_model_stays_spectral_above_the_node_limit_and_with_newton_losses(m
 
 
 def test_refits_across_the_switch_equal_fits_from_scratch(monkeypatch):
-    """Growing labels switch spectral ce -> summed mgr; a warm refit must not carry the old model."""
+    """Growing labels switch spectral ce -> summed mgr; a warm refit must not keep the old model."""
     X, y_few = _data(4)
     _, y_many = _data(8)
     monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", N_LABELED)
