@@ -86,17 +86,32 @@ DEFAULT_BATCH = inspect.signature(skmcal.model_change).parameters["batch"].defau
 SETTINGS = {"n_start": N_START, "batch": BATCH, "n_final": N_FINAL, "candidates": 0.1}
 
 MULTI, BINARY = "multiclass", "binary"
+#: The default before loss="auto", model="auto" (the ``spectral-ce*`` rows).
+SPECTRAL_CE = {"loss": "ce", "model": "spectral"}
 STRATEGIES = ("mc", "vopt", "sopt", "unc", "rand")
 #: The methods. skmcal: SpectralGraphClassifier(nodes=pool, **params) on the data set's graph.
 CONFIGS: dict[str, Config] = {
     # The classifier's defaults, graph included, with model change and its default batch
-    # mode: what a new user gets.
+    # mode: what a new user gets (loss="auto", model="auto": spectral ce below 50 labels,
+    # the summed prior with mgr from there on).
     "default": Config("skmcal", "mc", options={"batch": DEFAULT_BATCH}, data_graph=False),
-    # The default with one graph or model parameter changed: which part of the default
-    # graph costs accuracy, and the truncation (n_eigs).
+    # The defaults with the other strategies (their default greedy batches) and random picks.
     **{
-        f"default-{name}": Config(
-            "skmcal", "mc", params, options={"batch": DEFAULT_BATCH}, data_graph=False
+        f"default:{s}": Config(
+            "skmcal", s, options={} if s == "rand" else {"batch": DEFAULT_BATCH},
+            data_graph=False,
+        )
+        for s in ("vopt", "sopt", "unc", "rand")
+    },  # fmt: skip
+    # The previous default, spectral ce, on the default graph, alone and with one graph or
+    # model parameter changed: which part of it costs accuracy, and the truncation (n_eigs).
+    "spectral-ce": Config(
+        "skmcal", "mc", SPECTRAL_CE, options={"batch": DEFAULT_BATCH}, data_graph=False
+    ),
+    **{
+        f"spectral-ce-{name}": Config(
+            "skmcal", "mc", {**SPECTRAL_CE, **params}, options={"batch": DEFAULT_BATCH},
+            data_graph=False,
         )
         for name, params in (
             ("k15", {"n_neighbors": 15}),
@@ -106,18 +121,20 @@ CONFIGS: dict[str, Config] = {
             ("m100", {"n_eigs": 100}),
             ("m200", {"n_eigs": 200}),
         )
-    },
-    # The default with 100 eigenvectors and the other strategies (greedy batches).
+    },  # fmt: skip
+    # Spectral ce with 100 eigenvectors and the other strategies (greedy batches).
     **{
-        f"default-m100:{s}": Config(
-            "skmcal", s, {"n_eigs": 100}, options={"batch": DEFAULT_BATCH}, data_graph=False
+        f"spectral-ce-m100:{s}": Config(
+            "skmcal", s, {**SPECTRAL_CE, "n_eigs": 100}, options={"batch": DEFAULT_BATCH},
+            data_graph=False,
         )
         for s in ("vopt", "sopt", "unc", "rand")
-    },
+    },  # fmt: skip
     # The paper's (tau, gamma) (the defaults before tau="auto", gamma="auto").
     **{
         f"paper-{loss}:{s}": Config(
-            "skmcal", s, {"loss": loss, "tau": PAPER[loss][0], "gamma": PAPER[loss][1]},
+            "skmcal", s, {"loss": loss, "model": "spectral", "tau": PAPER[loss][0],
+                         "gamma": PAPER[loss][1]},
             BINARY if loss in ("gr", "probit", "logistic") else MULTI,
         )
         for loss in ("mgr", "ce", "gr", "probit", "logistic")
@@ -149,19 +166,26 @@ CONFIGS: dict[str, Config] = {
             *((f"{s}-greedy", s, {"batch": "greedy"}) for s in ("mc", "vopt", "sopt", "unc")),
         )
     },
-    **{f"mgr:{s}": Config("skmcal", s, {"loss": "mgr"}, MULTI) for s in STRATEGIES},
+    **{
+        f"mgr:{s}": Config("skmcal", s, {"loss": "mgr", "model": "spectral"}, MULTI)
+        for s in STRATEGIES
+    },
     # ce takes two classes as well as more.
-    **{f"ce:{s}": Config("skmcal", s, {"loss": "ce"}) for s in STRATEGIES},
+    **{f"ce:{s}": Config("skmcal", s, {"loss": "ce", "model": "spectral"}) for s in STRATEGIES},
     # Greedy batches (each pick updates the posterior with its pseudo-label before the next).
     **{
-        "mgr:mc-greedy": Config("skmcal", "mc", {"loss": "mgr"}, MULTI, {"batch": "greedy"}),
+        "mgr:mc-greedy": Config(
+            "skmcal", "mc", {"loss": "mgr", "model": "spectral"}, MULTI, {"batch": "greedy"}
+        ),
         **{
-            f"ce:{s}-greedy": Config("skmcal", s, {"loss": "ce"}, options={"batch": "greedy"})
+            f"ce:{s}-greedy": Config(
+                "skmcal", s, {"loss": "ce", "model": "spectral"}, options={"batch": "greedy"}
+            )
             for s in ("mc", "vopt", "sopt", "unc")
         },
     },
     **{
-        f"{loss}:{s}": Config("skmcal", s, {"loss": loss}, BINARY)
+        f"{loss}:{s}": Config("skmcal", s, {"loss": loss, "model": "spectral"}, BINARY)
         for loss in ("gr", "probit", "logistic")
         for s in STRATEGIES
     },

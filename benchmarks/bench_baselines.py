@@ -172,7 +172,9 @@ def run_size(n, X_all, y_all, args, specs, reruns):
     pool = NodeSet(X)
 
     def make(loss):
-        return SpectralGraphClassifier(loss, nodes=pool, neighbors=neighbors, n_eigs=N_EIGS)
+        return SpectralGraphClassifier(
+            loss, model="spectral", nodes=pool, neighbors=neighbors, n_eigs=N_EIGS
+        )
 
     init, _ = trial_zero(codes, args.seed)
     t0 = h.now()

@@ -110,7 +110,8 @@ def bench_size(X_all, y_all, n, args) -> dict:
     for loss in LOSSES:
         y_fit, y_ref = ((y[lab] == 0).astype(int), (y == 0).astype(int)) if loss in BINARY else (
             y[lab], y)
-        clf = SpectralGraphClassifier(loss, nodes=nodes, neighbors=neighbors, **KWARGS)
+        clf = SpectralGraphClassifier(loss, model="spectral", nodes=nodes, neighbors=neighbors,
+                                      **KWARGS)
         builds = skmcal.GRAPH_CACHE.builds
         clf.fit(X[lab], y_fit)  # untimed first call
         h.wait_for_quiet(args.wait_idle)
@@ -134,8 +135,9 @@ def bench_size(X_all, y_all, n, args) -> dict:
     cv = StratifiedKFold(n_splits=3, shuffle=True, random_state=0)
 
     def grid_search(loss, pool):
-        return GridSearchCV(SpectralGraphClassifier(loss, nodes=pool, neighbors=neighbors,
-                                                    **KWARGS), GRID, cv=cv).fit(X[lab], y[lab])
+        clf = SpectralGraphClassifier(loss, model="spectral", nodes=pool, neighbors=neighbors,
+                                      **KWARGS)
+        return GridSearchCV(clf, GRID, cv=cv).fit(X[lab], y[lab])
 
     r["gridsearch"] = {}
     for loss in ("ce", "mgr"):

@@ -164,7 +164,9 @@ def grid_search(n, n_jobs, memory):
 
     X, y = embeddings(n, seed=0)
     labeled = np.sort(np.random.default_rng(0).choice(n, 300, replace=False))
-    clf = SpectralGraphClassifier("mgr", nodes=NodeSet(X), memory=memory or None, n_jobs=-1)
+    clf = SpectralGraphClassifier(
+        "mgr", model="spectral", nodes=NodeSet(X), memory=memory or None, n_jobs=-1
+    )
     grid = {"tau": [0.001, 0.005, 0.02], "gamma": [0.05, 0.1, 0.5]}
     t0 = time.perf_counter()
     search = GridSearchCV(clf, grid, cv=3, n_jobs=n_jobs).fit(X[labeled], y[labeled])

@@ -85,7 +85,9 @@ def solve(n, solver, folder):
         for loss in ("mgr", "ce"):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                clf = SpectralGraphClassifier(loss, kernel="precomputed", nodes=pool, n_eigs=50)
+                clf = SpectralGraphClassifier(
+                    loss, model="spectral", kernel="precomputed", nodes=pool, n_eigs=50
+                )
                 clf.fit(W[labeled], y[labeled])
             out[f"{loss} {n_labels}"] = float(np.mean(clf.transduction_[rest] == y[rest]))
     return out

@@ -72,7 +72,7 @@ def trial_rows(name, data, loss, trial, args):
     seed = args.seed + trial
     rng = np.random.RandomState(seed)
     labeled = loop_common.initial_labels(y, 2, seed)
-    clf = SpectralGraphClassifier(loss, nodes=pool, **graph)
+    clf = SpectralGraphClassifier(loss, model="spectral", nodes=pool, **graph)
     rules = {spec: make_rule(spec, random_state=seed) for spec in args.rules}
     fired: dict[str, tuple[int, float]] = {}
     start = time.perf_counter()
