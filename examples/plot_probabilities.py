@@ -27,10 +27,10 @@ labeled = rng.choice(600, 60, replace=False)
 unlabeled = np.setdiff1d(np.arange(600), labeled)
 
 models = {
-    "mgr": SpectralGraphClassifier("mgr", nodes=pool),
+    "mgr": SpectralGraphClassifier("mgr", model="spectral", nodes=pool),
     "ce": SpectralGraphClassifier("ce", nodes=pool),
     "mgr, calibrated (sigmoid, 3-fold)": CalibratedClassifierCV(
-        SpectralGraphClassifier("mgr", nodes=pool), method="sigmoid", cv=3
+        SpectralGraphClassifier("mgr", model="spectral", nodes=pool), method="sigmoid", cv=3
     ),
 }
 

@@ -182,25 +182,31 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     Semi-Supervised Learning"). The posterior of ``alpha`` is approximated by
     the Gaussian ``N(coef_, posterior_cov())`` (exact for ``gr`` and ``mgr``).
 
+    With the defaults (``loss="auto"``, ``model="auto"``) it fits this model
+    with the cross-entropy while the labels are few (fewer than
+    ``max(50, 5 * n_classes)``), then adds the full graph's prior to the
+    spectral one with a Gaussian likelihood (``model="sum"``, ``loss="mgr"``),
+    which the truncation no longer limits; ``model_`` and ``loss_`` say which
+    each fit took.
+
     Parameters
     ----------
-    loss : {"ce", "mgr", "gr", "logistic", "probit", "auto"}, default="ce"
+    loss : {"auto", "ce", "mgr", "gr", "logistic", "probit"}, default="auto"
         The likelihood. ``gr`` (Gaussian regression), ``logistic`` and
         ``probit`` are binary: they take exactly two classes, the first of
         ``classes_`` coded -1 and the second +1. ``mgr`` (multiclass Gaussian
         regression, one-hot targets) and ``ce`` (cross-entropy) take any
-        number of classes >= 2. The default, ``ce``, was the most accurate
-        per label with model change in ``benchmarks/bench_accuracy.py``
-        (within 1 point of the best peer from 100 labels on, on every data
-        set there); ``mgr`` is several times faster per query and refit (a
-        closed form, no Newton iterations) and is as accurate with
-        uncertainty sampling (see the user guide, "Choosing a loss and a
-        strategy"). ``auto``: ``ce`` with the spectral and Poisson models,
-        ``mgr`` with the full-graph and summed ones (the Gaussian likelihood
-        makes their fit a few sparse solves per class); with
-        ``model="auto"`` that is ``ce`` while the labels are few and ``mgr``
-        from there on. The loss used is in ``loss_``.
-    model : {"spectral", "full", "poisson", "sum", "auto"}, default="spectral"
+        number of classes >= 2. ``auto`` (the default): ``ce`` with the
+        spectral and Poisson models, ``mgr`` with the full-graph and summed
+        ones (the Gaussian likelihood makes their fit a few sparse solves per
+        class); with ``model="auto"`` that is ``ce`` while the labels are few
+        and ``mgr`` from there on. In the spectral model ``ce`` was the most
+        accurate per label with model change in
+        ``benchmarks/bench_accuracy.py``; ``mgr`` is several times faster per
+        query and refit (a closed form, no Newton iterations) and is as
+        accurate with uncertainty sampling (see the user guide, "Choosing a
+        loss and a strategy"). The loss of each fit is in ``loss_``.
+    model : {"auto", "spectral", "full", "poisson", "sum"}, default="auto"
         The latent function. ``spectral``: ``u = V alpha`` in the ``n_eigs``
         smallest eigenvectors (the paper). ``full``: the MAP over all nodes,
         no truncation: ``min_u 1/2 u'(L + tau^2 I) u + sum_j loss(u_j, y_j)``
@@ -220,7 +226,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``sum_prior_``). For ``full``, ``poisson`` and ``sum`` the covariance
         that ``posterior_cov`` and the query strategies use is the spectral
         Laplace covariance of ``loss`` evaluated around the model's latent values (see
-        :func:`skmcal.fitting.posterior_around`). ``auto``: the spectral
+        :func:`skmcal.fitting.posterior_around`). ``auto`` (the default): the spectral
         model while the labels number fewer than ``max(50, 5 * n_classes)``
         (:data:`AUTO_SUM_MIN_LABELS`, :data:`AUTO_SUM_LABELS_PER_CLASS`),
         ``sum`` from there on with ``gr``, ``mgr`` or ``loss="auto"`` on at
@@ -492,6 +498,18 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     (20,)
     >>> float(np.mean(clf.transduction_ == y_true)) > 0.9
     True
+
+    The defaults grow the model with the labels:
+
+    >>> few = SpectralGraphClassifier().fit(X, y)
+    >>> few.model_, few.loss_
+    ('spectral', 'ce')
+    >>> y[:60] = y_true[:60]
+    >>> many = SpectralGraphClassifier().fit(X, y)
+    >>> many.model_, many.loss_
+    ('sum', 'mgr')
+    >>> float(np.mean(many.transduction_ == y_true)) > 0.9
+    True
     """
 
     _parameter_constraints: dict = {
@@ -519,9 +537,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(
         self,
-        loss="ce",
+        loss="auto",
         *,
-        model="spectral",
+        model="auto",
         nodes=None,
         kernel="gaussian",
         n_neighbors=10,

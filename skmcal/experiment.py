@@ -12,7 +12,9 @@ accuracy on the unlabeled nodes after each round.
 A strategy is named ``"name"`` or ``"name:loss"`` (see :data:`STRATEGIES`);
 the loss is the model the strategy queries for and whose accuracy is
 recorded, as in the paper (MC-GR is ``"mc:gr"``, UNC-LOG ``"unc:logistic"``),
-so strategies on different losses can be compared in one run.
+so strategies on different losses can be compared in one run. Every loss is
+fitted in the paper's spectral model (``model="spectral"``, not the
+classifier's default ``"auto"``).
 
 :func:`run_experiment` is three parts: :class:`ExperimentConfig`, the
 validated settings (what ``config.json`` records); :class:`ResultStore`, the
@@ -1104,6 +1106,7 @@ class _Runner:
         c = self.config
         return SpectralGraphClassifier(
             loss,
+            model="spectral",
             nodes=self.data.pool,
             tau=c.tau,
             gamma=c.gamma,
