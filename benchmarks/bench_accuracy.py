@@ -103,6 +103,14 @@ CONFIGS: dict[str, Config] = {
         )
         for s in ("vopt", "sopt", "unc", "rand")
     },  # fmt: skip
+    # The defaults on a cosine graph with 15 neighbours (Samson's own graph, as the paper).
+    **{
+        f"default-cosine-k15{suffix}": Config(
+            "skmcal", s, {"kernel": "cosine", "n_neighbors": 15},
+            options={"batch": DEFAULT_BATCH}, data_graph=False,
+        )
+        for suffix, s in (("", "mc"), (":unc", "unc"))
+    },  # fmt: skip
     # The previous default, spectral ce, on the default graph, alone and with one graph or
     # model parameter changed: which part of it costs accuracy, and the truncation (n_eigs).
     "spectral-ce": Config(
