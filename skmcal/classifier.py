@@ -40,7 +40,6 @@ from .evidence import (
 )
 from .fitting import fit_posterior, posterior_around, remainder_variance
 from .fullgraph import (
-    MAX_GREEN_BYTES,
     class_offset,
     fit_full_graph,
     fit_sum_graph,
@@ -668,7 +667,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             nodes = np.unique(labeled_nodes)
             # this fit's columns at every tau, whatever the solver's cache holds
             # (columns of other fits): the choice of rule must not depend on it
-            if len(taus) * solver.column_bytes(nodes.size) <= MAX_GREEN_BYTES:
+            if solver.greens_fit(len(taus), nodes.size):
                 tau, gamma, _ = select_full_hyperparameters(
                     lambda t: green_block(
                         graph.weights, labeled_nodes, t, tol=self.tol, solver=solver
@@ -1023,7 +1022,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             tau_s, tau_f, eps, g = last[1]
         else:
             nodes = np.unique(labeled_nodes)
-            if len(taus_f) * solver.column_bytes(nodes.size) > MAX_GREEN_BYTES:
+            if not solver.greens_fit(len(taus_f), nodes.size):
                 taus_f = [last[1][1] if last is not None else taus_f[len(taus_f) // 2]]
             spectral = [spectral_block(graph.eigenvalues, graph.eigenvectors, labeled_nodes, t)
                         for t in taus_s]  # fmt: skip

@@ -470,6 +470,11 @@ class LaplacianSolver:
         """Bytes of ``n_columns`` Green's columns (float64 over the nodes)."""
         return 8 * self.n_nodes * int(n_columns)
 
+    def greens_fit(self, n_shifts: int, n_columns: int) -> bool:
+        """Whether ``n_columns`` Green's columns at each of ``n_shifts`` shifts fit in
+        :data:`MAX_GREEN_BYTES` together (this fit's own, whatever else is cached)."""
+        return n_shifts * self.column_bytes(n_columns) <= MAX_GREEN_BYTES
+
     def green_bytes(self, tau2, nodes) -> int:
         """Bytes the Green's columns of this ``tau2`` would take once ``nodes`` have theirs."""
         green = self._greens.get(tau2)

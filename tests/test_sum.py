@@ -320,7 +320,7 @@ def test_sum_refits_reuse_the_auto_choice(monkeypatch):
 
 
 def test_sum_beyond_the_green_budget_keeps_one_full_tau(monkeypatch):
-    import skmcal.classifier as module
+    import skmcal.fullgraph as module
 
     X, y, _ = _data()
     monkeypatch.setattr(module, "MAX_GREEN_BYTES", 8 * X.shape[0] * 10)  # 10 columns
@@ -393,13 +393,11 @@ def test_auto_choice_does_not_depend_on_columns_cached_by_earlier_fits(monkeypat
     """Two estimators on one graph share its solver and the Green's columns it keeps;
     the columns an earlier fit left (other labels) must not change the next fit's
     hyperparameter rule (it did: their bytes counted against the budget)."""
-    import skmcal.classifier as classifier
     import skmcal.fullgraph as fullgraph
 
     X, _, y_true = _data()
     n_taus = len(SUM_FULL_TAUS)
     budget = 8 * X.shape[0] * (n_taus * 6 + 4)  # one fit's 6 columns per tau, not two fits'
-    monkeypatch.setattr(classifier, "MAX_GREEN_BYTES", budget)
     monkeypatch.setattr(fullgraph, "MAX_GREEN_BYTES", budget)
     pool = NodeSet(X)
     first, second = ([np.flatnonzero(y_true == c)[k : k + 2] for c in range(3)] for k in (0, 2))
