@@ -76,8 +76,8 @@ MODELS = ("spectral", "full", "poisson", "sum", "auto")
 #: ``max(AUTO_SUM_MIN_LABELS, AUTO_SUM_LABELS_PER_CLASS * n_classes)``, and the
 #: summed prior (spectral + full graph) from there on (with ``gr``/``mgr``, on
 #: at most :data:`AUTO_SUM_MAX_NODES` nodes). With few labels the spectral
-#: model is the steadier one: the summed and full-graph models lost up to 8
-#: points over one batch below 50 labels in ``benchmarks/bench_accuracy.py``
+#: model is the steadier one: the summed model lost up to 8 points, the full
+#: one up to 10, over one batch below 50 labels in ``benchmarks/bench_accuracy.py``
 #: (their hyperparameters, chosen from a handful of labels, move with each
 #: batch; Laplace learning degenerates at low label rates). With more labels
 #: the full graph's part is the more accurate (no truncation to saturate).
