@@ -95,6 +95,13 @@ AUTO_SUM_MAX_NODES = 100_000
 #: full-graph and summed ones).
 LOSS_OPTIONS = (*LOSSES, "auto")
 
+
+def auto_loss(model: str) -> str:
+    """The loss ``loss="auto"`` takes with a resolved ``model``: ``mgr`` with the
+    full-graph and summed models (their fit is a few sparse solves per class),
+    ``ce`` with the spectral and Poisson ones."""
+    return "mgr" if model in ("full", "sum") else "ce"
+
 #: Default marker of an unlabeled row in ``y`` (scikit-learn's semi-supervised
 #: convention); see the ``missing_label`` parameter.
 UNLABELED = -1
@@ -727,10 +734,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             enough = n_labeled >= max(AUTO_SUM_MIN_LABELS, AUTO_SUM_LABELS_PER_CLASS * n_classes)
             summed = gaussian and enough and n_nodes <= AUTO_SUM_MAX_NODES
             model = "sum" if summed else "spectral"
-        loss = self.loss
-        if loss == "auto":
-            loss = "mgr" if model in ("full", "sum") else "ce"
-        return loss, model
+        return auto_loss(model) if self.loss == "auto" else self.loss, model
 
     @staticmethod
     def _spectral_taus(graph):
