@@ -179,16 +179,14 @@ CONFIGS: dict[str, Config] = {
         for s in STRATEGIES
     },
     # ce takes two classes as well as more.
-    **{f"ce:{s}": Config("skmcal", s, {"loss": "ce", "model": "spectral"}) for s in STRATEGIES},
+    **{f"ce:{s}": Config("skmcal", s, SPECTRAL_CE) for s in STRATEGIES},
     # Greedy batches (each pick updates the posterior with its pseudo-label before the next).
     **{
         "mgr:mc-greedy": Config(
             "skmcal", "mc", {"loss": "mgr", "model": "spectral"}, MULTI, {"batch": "greedy"}
         ),
         **{
-            f"ce:{s}-greedy": Config(
-                "skmcal", s, {"loss": "ce", "model": "spectral"}, options={"batch": "greedy"}
-            )
+            f"ce:{s}-greedy": Config("skmcal", s, SPECTRAL_CE, options={"batch": "greedy"})
             for s in ("mc", "vopt", "sopt", "unc")
         },
     },
