@@ -90,6 +90,18 @@ AUTO_SUM_LABELS_PER_CLASS = 5
 #: nodes in ``benchmarks/bench_accuracy.py``); the spectral model's does not.
 AUTO_SUM_MAX_NODES = 100_000
 
+#: The kernels ``kernel="auto"`` chooses from, by the evidence of the labels (see
+#: :meth:`SpectralGraphClassifier._choose_kernel`); the first one where there is no
+#: choice to make.
+AUTO_KERNELS = ("gaussian", "cosine")
+
+#: ``kernel="auto"`` builds the graph of every kernel of :data:`AUTO_KERNELS` up to
+#: this many nodes; on more nodes it takes the Gaussian kernel. Each graph costs a
+#: neighbour search and an eigensolve, and the exact cosine search grows as the
+#: square of the nodes: 5 s for 10,000 x 784 (MNIST-test), 300 s for 70,000 x 784
+#: (Fashion-MNIST, against 125 s for its Gaussian graph), on 2 cores.
+AUTO_KERNEL_MAX_NODES = 20_000
+
 #: The likelihoods the ``loss`` parameter takes: those of :data:`LOSSES`, and
 #: ``"auto"`` (``ce`` with the spectral and Poisson models, ``mgr`` with the
 #: full-graph and summed ones).
@@ -250,7 +262,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         :class:`~skmcal.NodeSet` to avoid hashing the data at each fit. The
         graph and its spectrum are cached by node content and graph
         parameters (see Notes).
-    kernel : {"gaussian", "cosine", "precomputed"}, default="gaussian"
+    kernel : {"auto", "gaussian", "cosine", "precomputed"}, default="auto"
         ``gaussian``: ``w_ij = exp(-|x_i - x_j|^2 / (scale_factor sigma_i
         sigma_j))`` with ``sigma_i`` the distance from ``x_i`` to its
         ``scale_neighbor``-th nearest neighbour (self-tuning scale).
@@ -258,7 +270,20 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         cosine distance. ``precomputed``: the node data is a square,
         non-negative affinity matrix (rows of ``X`` in ``fit`` and
         ``predict`` are rows of affinities to the nodes). The kNN graph is
-        symmetrised as ``(W + W') / 2``.
+        symmetrised as ``(W + W') / 2``. ``auto``: the graphs of both
+        kernels, and of the two the one whose spectral model gives the
+        labels the larger evidence (the ``ce`` likelihood's, over the
+        ``tau``/``gamma`` grid of ``"auto"``), on at most
+        :data:`AUTO_KERNEL_MAX_NODES` (20,000) nodes with ``neighbors=None``;
+        the Gaussian kernel on more nodes, with a ``neighbors`` estimator
+        (it has its own metric), and where there are no labels to choose
+        by (:func:`~skmcal.cold_start`). The cosine graph is not a candidate
+        where a node has no positive affinity (a zero row). A warm refit
+        keeps the last choice until the labels grow by a quarter. The choice
+        of each fit is in ``kernel_``. It costs a second graph and
+        spectrum (5 s for the 10,000 x 784 MNIST test set on 2 cores); see the
+        user guide, "The model", for what it chose and gained in
+        ``benchmarks/bench_accuracy.py``.
     n_neighbors : int, default=10
         Neighbours of each node in the kNN graph (the paper: 10; 15 for
         hyperspectral data). Clipped, with a warning, to ``n_nodes - 1``.
@@ -397,6 +422,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         The model of the last fit: ``model``, or the one ``model="auto"`` chose.
     loss_ : str
         The loss of the last fit: ``loss``, or the one ``loss="auto"`` chose.
+    kernel_ : str
+        The kernel of the last fit's graph: ``kernel``, or the one
+        ``kernel="auto"`` chose.
     tau_, gamma_ : float
         The values used (after resolving "auto"). ``model="sum"``: the
         spectral tau, and the gamma of the unscaled spectral prior with the
@@ -522,7 +550,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         "loss": [StrOptions(set(LOSS_OPTIONS))],
         "model": [StrOptions(set(MODELS))],
         "nodes": [None, "array-like", "sparse matrix", NodeSet],
-        "kernel": [StrOptions({"gaussian", "cosine", "precomputed"})],
+        "kernel": [StrOptions({"auto", "gaussian", "cosine", "precomputed"})],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "scale_neighbor": [Interval(Integral, 1, None, closed="left")],
         "scale_factor": [Interval(Real, 0, None, closed="neither")],
@@ -547,7 +575,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         *,
         model="auto",
         nodes=None,
-        kernel="gaussian",
+        kernel="auto",
         n_neighbors=10,
         scale_neighbor=5,
         scale_factor=3.0,
@@ -594,11 +622,15 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------ fit
-    def _graph_params(self, n_nodes):
+    def _graph_params(self, n_nodes, kernel=None):
+        """The :class:`~skmcal.graph.GraphParams` of ``kernel`` (None: ``self.kernel``;
+        "auto" without labels to choose by is the first of :data:`AUTO_KERNELS`)."""
+        kernel = self.kernel if kernel is None else kernel
+        kernel = AUTO_KERNELS[0] if kernel == "auto" else kernel
         if n_nodes < 2:
             raise ValueError(f"A graph needs at least 2 nodes; got n_nodes={n_nodes}.")
         n_neighbors, scale_neighbor, n_eigs = self.n_neighbors, self.scale_neighbor, self.n_eigs
-        if self.kernel != "precomputed" and max(n_neighbors, scale_neighbor) >= n_nodes:
+        if kernel != "precomputed" and max(n_neighbors, scale_neighbor) >= n_nodes:
             n_neighbors = min(n_neighbors, n_nodes - 1)
             scale_neighbor = min(scale_neighbor, n_nodes - 1)
             warnings.warn(
@@ -617,7 +649,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             )
             n_eigs = n_nodes
         return GraphParams(
-            kernel=self.kernel,
+            kernel=kernel,
             n_neighbors=int(n_neighbors),
             scale_neighbor=int(scale_neighbor),
             scale_factor=float(self.scale_factor),
@@ -747,6 +779,94 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         cap = np.median(graph.eigenvalues)
         return [t for t in DEFAULT_TAUS if t**2 <= cap] or list(DEFAULT_TAUS[:1])
 
+    def _chooses_kernel(self, n_nodes):
+        """Whether this fit chooses its kernel: ``kernel="auto"``, exact neighbours (a
+        ``neighbors`` estimator has its own metric) and at most
+        :data:`AUTO_KERNEL_MAX_NODES` nodes."""
+        return self.kernel == "auto" and self.neighbors is None and n_nodes <= AUTO_KERNEL_MAX_NODES
+
+    def _kernel_evidence(self, graph, labeled_nodes, codes, n_classes):
+        """The largest log evidence of the labels under the spectral ``ce`` model of
+        ``graph`` over the default grid (taus of :meth:`_spectral_taus`,
+        :data:`~skmcal.evidence.LAPLACE_GAMMAS` relative to the prior's scale);
+        ``-inf`` where every grid point failed."""
+        loss = LOSSES["ce"]
+        try:
+            _, _, table = select_hyperparameters(
+                loss,
+                graph.eigenvalues,
+                graph.eigenvectors[labeled_nodes],
+                loss.encode(codes, n_classes),
+                self._spectral_taus(graph),
+                LAPLACE_GAMMAS,
+                n_nodes=graph.n_nodes,
+                n_threads=self._n_threads(),
+            )
+        except ValueError:
+            return -np.inf
+        return float(table.max())
+
+    def _choose_kernel(self, nodes, graph, labeled_nodes, codes, n_classes, level):
+        """The graph of the kernel of :data:`AUTO_KERNELS` whose spectral ``ce`` model
+        gives the labels the largest evidence (:meth:`_kernel_evidence`); ``graph`` is
+        the first kernel's.
+
+        The evidence compares models of the same labels, so it compares graphs:
+        a graph whose smooth functions fit the labels better has the larger
+        one. The ``ce`` evidence decides whatever the loss (a classification
+        likelihood; the Gaussian evidence of ``mgr`` picked the wrong graph on
+        Samson at 50 labels). A graph with a node of no positive affinity (a
+        zero row under the cosine kernel) is not a candidate; the warnings of
+        a candidate's construction are shown only if it is chosen. A warm refit keeps the
+        last choice while the number of labels has grown by less than
+        :data:`AUTO_REUSE_GROWTH` since it was made, as ``tau="auto"`` does
+        with the Newton losses: the choice moves slowly, and each change of
+        graph starts the model afresh.
+        """
+        def build(kernel):
+            with warnings.catch_warnings():  # clipped n_neighbors: warned for the first graph
+                warnings.simplefilter("ignore")
+                params = self._graph_params(nodes.n_nodes, kernel)
+            return GRAPH_CACHE.get_or_build(
+                nodes, params, memory=self.memory, verbose=self.verbose, keep=self.cache
+            )
+
+        key = (graph.params.key(nodes.digest), n_classes)
+        last = getattr(self, "_kernel_choice", None)
+        if (
+            self.warm_start
+            and last is not None
+            and last[0] == key
+            and labeled_nodes.size < AUTO_REUSE_GROWTH * last[1]
+        ):
+            return graph if last[2] == graph.params.kernel else build(last[2])
+        graphs, caught = {graph.params.kernel: graph}, {}
+        for kernel in AUTO_KERNELS[1:]:
+            with warnings.catch_warnings(record=True) as caught[kernel]:
+                warnings.simplefilter("always")
+                other = build(kernel)
+            if np.asarray(other.weights.sum(axis=1)).min() > 0:  # no isolated node
+                graphs[kernel] = other
+        start = time.perf_counter()
+        evidence = {
+            kernel: self._kernel_evidence(g, labeled_nodes, codes, n_classes)
+            for kernel, g in graphs.items()
+        }
+        chosen = max(evidence, key=lambda kernel: evidence[kernel])  # ties: the first
+        logger.log(
+            level, "Kernel by the evidence of %d labels: %s (log evidence %s): %.2f s.",
+            labeled_nodes.size, chosen,
+            ", ".join(f"{kernel} {value:.2f}" for kernel, value in evidence.items()),
+            time.perf_counter() - start,
+        )  # fmt: skip
+        self._kernel_choice = (key, labeled_nodes.size, chosen)
+        for caught_warning in caught.get(chosen, ()):  # those of the graph in use
+            warnings.warn_explicit(
+                caught_warning.message, caught_warning.category,
+                caught_warning.filename, caught_warning.lineno,
+            )  # fmt: skip
+        return graphs[chosen]
+
     def _n_threads(self):
         """Scoring threads of the posterior: ``n_jobs`` resolved, None where not given."""
         return None if self.n_jobs is None else effective_n_jobs(self.n_jobs)
@@ -858,6 +978,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         graph = GRAPH_CACHE.get_or_build(
             nodes, params, memory=self.memory, verbose=self.verbose, keep=self.cache
         )
+        if self._chooses_kernel(nodes.n_nodes):
+            graph = self._choose_kernel(nodes, graph, labeled_nodes, codes, classes.size, level)
         # Warm start only where the previous fit used the same graph content.
         signature = (
             graph.params.key(nodes.digest), model, loss_name, tuple(classes.tolist()),
@@ -888,6 +1010,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
 
         self.classes_ = classes
         self.model_ = model
+        self.kernel_ = graph.params.kernel
         self.loss_ = loss_name
         if model != "sum":  # from an earlier fit of the summed model
             self.__dict__.pop("sum_prior_", None)

@@ -500,7 +500,10 @@ def overlapping_blobs(n_classes, seed=0):
 @functools.cache
 def _look_ahead_fit(loss, setting):
     X, y = overlapping_blobs(2 if loss in BINARY else 3)
-    clf = SpectralGraphClassifier(loss, n_eigs=N_EIGS, **LOOK_AHEAD_SETTINGS[setting])
+    # one graph: the look-ahead is a refit on the graph of the fit (no kernel choice)
+    clf = SpectralGraphClassifier(
+        loss, kernel="gaussian", n_eigs=N_EIGS, **LOOK_AHEAD_SETTINGS[setting]
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         clf.fit(X, y)

@@ -401,7 +401,9 @@ def test_random_state_makes_the_arpack_path_deterministic(monkeypatch):
 
     monkeypatch.setattr(skmcal.graph, "eigsh", counting_eigsh)
     fits = [
-        SpectralGraphClassifier(loss="ce", n_eigs=20, random_state=0, cache=False).fit(X, y)
+        SpectralGraphClassifier(
+            loss="ce", kernel="gaussian", n_eigs=20, random_state=0, cache=False
+        ).fit(X, y)
         for _ in range(2)
     ]
     assert len(calls) == 2 and calls[0] is not None  # ARPACK, seeded start vector
@@ -410,7 +412,9 @@ def test_random_state_makes_the_arpack_path_deterministic(monkeypatch):
     assert_array_equal(fits[0].eigenvectors_, fits[1].eigenvectors_)
     assert_array_equal(fits[0].coef_, fits[1].coef_)
     assert_array_equal(fits[0].predict_proba(X), fits[1].predict_proba(X))
-    other_seed = SpectralGraphClassifier(n_eigs=20, random_state=1, cache=False).fit(X, y)
+    other_seed = SpectralGraphClassifier(
+        kernel="gaussian", n_eigs=20, random_state=1, cache=False
+    ).fit(X, y)
     assert not np.array_equal(calls[2], calls[0])
     assert_allclose(other_seed.eigenvalues_, fits[0].eigenvalues_, atol=1e-8)
     assert unlabeled_accuracy(fits[0], y_true, y) > 0.95
@@ -420,8 +424,8 @@ def test_random_state_instance_bypasses_the_cache():
     X, _, y = moons()
     builds = skmcal.graph.GRAPH_CACHE.builds
     rng = np.random.RandomState(0)
-    SpectralGraphClassifier(random_state=rng).fit(X, y)
-    SpectralGraphClassifier(random_state=rng).fit(X, y)
+    SpectralGraphClassifier(kernel="gaussian", random_state=rng).fit(X, y)
+    SpectralGraphClassifier(kernel="gaussian", random_state=rng).fit(X, y)
     assert skmcal.graph.GRAPH_CACHE.builds == builds + 2
     assert len(skmcal.graph.GRAPH_CACHE) == 0
 
@@ -463,7 +467,7 @@ def test_grid_search_over_loss_tau_gamma_builds_the_graph_once():
     skmcal.clear_graph_cache()
     before = skmcal.graph.GRAPH_CACHE.builds
     search = GridSearchCV(
-        SpectralGraphClassifier(nodes=NodeSet(X)),
+        SpectralGraphClassifier(kernel="gaussian", nodes=NodeSet(X)),
         {"loss": ["mgr", "ce", "probit"], "tau": [0.001, 0.01, 0.1], "gamma": [0.1, 0.5, 1.0]},
         cv=3,
     )
@@ -501,12 +505,12 @@ def test_a_different_graph_parameter_rebuilds():
     X, _, y = moons()
     nodes = NodeSet(X)
     builds = skmcal.graph.GRAPH_CACHE.builds
-    k10 = SpectralGraphClassifier(nodes=nodes, n_neighbors=10).fit(X, y)
-    k12 = SpectralGraphClassifier(nodes=nodes, n_neighbors=12).fit(X, y)
+    k10 = SpectralGraphClassifier(kernel="gaussian", nodes=nodes, n_neighbors=10).fit(X, y)
+    k12 = SpectralGraphClassifier(kernel="gaussian", nodes=nodes, n_neighbors=12).fit(X, y)
     assert skmcal.graph.GRAPH_CACHE.builds == builds + 2
     assert k12.graph_ is not k10.graph_
     assert k12.graph_.weights.nnz > k10.graph_.weights.nnz
-    again = SpectralGraphClassifier(nodes=nodes, n_neighbors=10).fit(X, y)
+    again = SpectralGraphClassifier(kernel="gaussian", nodes=nodes, n_neighbors=10).fit(X, y)
     assert skmcal.graph.GRAPH_CACHE.builds == builds + 2  # still cached
     assert again.graph_ is k10.graph_
 
@@ -515,10 +519,12 @@ def test_eigenvalues_depend_only_on_graph_parameters():
     X, _, y = moons()
     nodes = NodeSet(X)
     builds = skmcal.graph.GRAPH_CACHE.builds
-    reference = SpectralGraphClassifier(nodes=nodes).fit(X, y)
+    reference = SpectralGraphClassifier(kernel="gaussian", nodes=nodes).fit(X, y)
     for loss in LOSSES:
         for tau, gamma in [("auto", "auto"), (0.1, 0.2), (1.0, 2.0)]:
-            clf = SpectralGraphClassifier(nodes=nodes, loss=loss, tau=tau, gamma=gamma)
+            clf = SpectralGraphClassifier(
+                kernel="gaussian", nodes=nodes, loss=loss, tau=tau, gamma=gamma
+            )
             clf.fit(X, y)
             assert clf.eigenvalues_ is reference.eigenvalues_
             assert_array_equal(clf.eigenvectors_, reference.eigenvectors_)
@@ -764,7 +770,7 @@ def test_auto_choice_is_reused_by_warm_refits_until_the_labels_grow(evidence_sel
     sizes = [len(labeled) + 2 * step for step in range(6)]
     for loss in ("probit", "mgr"):
         calls.clear()
-        clf = SpectralGraphClassifier(loss)
+        clf = SpectralGraphClassifier(loss, kernel="gaussian")  # no kernel choice
         for step in range(6):
             rows = labeled + unlabeled[: 2 * step]
             clf.fit(X, np.where(np.isin(np.arange(len(y)), rows), y_true, -1))
@@ -774,7 +780,7 @@ def test_auto_choice_is_reused_by_warm_refits_until_the_labels_grow(evidence_sel
                 expected.append(n)
         assert calls == expected
     calls.clear()
-    cold = SpectralGraphClassifier("probit", warm_start=False)
+    cold = SpectralGraphClassifier("probit", kernel="gaussian", warm_start=False)
     for _ in range(2):
         cold.fit(X, y)
     assert calls == [sizes[0], sizes[0]]

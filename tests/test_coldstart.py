@@ -6,8 +6,10 @@ import json
 
 import numpy as np
 import pytest
+from numpy.testing import assert_array_equal
 
 from skmcal import GRAPH_CACHE, NodeSet, SpectralGraphClassifier, cold_start
+from skmcal.classifier import AUTO_KERNELS
 from skmcal.coldstart import _farthest_points, spectral_embedding
 
 
@@ -68,15 +70,30 @@ def test_same_seed_same_rows_and_array_equals_nodeset():
 def test_graph_is_shared_with_a_classifier_of_the_same_options():
     X, y = _clusters([30, 40, 50], seed=5)
     pool = NodeSet(X)
-    rows = cold_start(pool, 3, random_state=0, n_neighbors=8, n_eigs=12)
+    rows = cold_start(pool, 3, random_state=0, kernel="gaussian", n_neighbors=8, n_eigs=12)
     builds = GRAPH_CACHE.builds
-    clf = SpectralGraphClassifier("mgr", nodes=pool, n_neighbors=8, n_eigs=12)
+    clf = SpectralGraphClassifier("mgr", nodes=pool, kernel="gaussian", n_neighbors=8, n_eigs=12)
     clf.fit(X[rows], y[rows])
     assert GRAPH_CACHE.builds == builds
     np.testing.assert_allclose(
         spectral_embedding(clf.graph_, 3),
         clf.eigenvectors_[:, :3] / np.linalg.norm(clf.eigenvectors_[:, :3], axis=1)[:, None],
     )
+
+
+def test_auto_kernel_without_labels_is_the_gaussian_graph():
+    """cold_start has no labels to choose a kernel by: kernel="auto" is the Gaussian graph,
+    which a classifier with kernel="auto" then shares (building only the other candidate)."""
+    X, y = _clusters([30, 40, 50], seed=5)
+    pool = NodeSet(X)
+    rows = cold_start(pool, 3, random_state=0, n_neighbors=8, n_eigs=12)
+    assert_array_equal(
+        rows, cold_start(pool, 3, random_state=0, kernel="gaussian", n_neighbors=8, n_eigs=12)
+    )
+    builds = GRAPH_CACHE.builds
+    clf = SpectralGraphClassifier("mgr", nodes=pool, n_neighbors=8, n_eigs=12)
+    clf.fit(X[rows], y[rows])
+    assert GRAPH_CACHE.builds == builds + len(AUTO_KERNELS) - 1
 
 
 def test_fewer_distinct_rows_than_clusters_falls_back_to_farthest_points():

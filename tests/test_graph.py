@@ -176,8 +176,8 @@ def test_classifier_builds_the_same_gaussian_graph():
     X = np.random.RandomState(6).randn(20, 3)
     y = np.full(20, -1)
     y[:2] = [0, 1]
-    clf = SpectralGraphClassifier("gr", n_neighbors=4, scale_neighbor=3, scale_factor=2.0,
-                                  n_eigs=5, cache=False).fit(X, y)
+    clf = SpectralGraphClassifier("gr", kernel="gaussian", n_neighbors=4, scale_neighbor=3,
+                                  scale_factor=2.0, n_eigs=5, cache=False).fit(X, y)
     W, _ = _hand_gaussian(X, 4, 3, 2.0)
     np.testing.assert_allclose(clf.graph_.weights.toarray(), W, rtol=1e-12, atol=1e-15)
     _, lam, _ = _dense_spectrum(W, 5)
@@ -414,7 +414,9 @@ def test_threads_fitting_on_one_node_set_build_the_graph_once(monkeypatch):
     clear_graph_cache()
     builds_before = GRAPH_CACHE.builds
     fitted = run_concurrently(
-        lambda i: SpectralGraphClassifier("gr", nodes=nodes, n_neighbors=5, n_eigs=6).fit(
+        lambda i: SpectralGraphClassifier(
+            "gr", kernel="gaussian", nodes=nodes, n_neighbors=5, n_eigs=6
+        ).fit(
             X[rows], [0, 0, 1, 1]
         ),
         4,

@@ -140,11 +140,27 @@ def test_a_node_and_its_numerical_copies_get_the_nodes_values(loss):
         assert_array_equal(clf.posterior_cov(near), clf.posterior_cov(X))
 
 
-def test_new_points_move_continuously_away_from_a_node():
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        "gaussian",
+        pytest.param(
+            "cosine",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="Known: a point within ~1e-4 of a node has a cosine distance of "
+                "~1e-9 to it and to its near-collinear neighbours alike, so the node's "
+                "own weight does not dominate the out-of-sample average: the value jumps "
+                "(by 1.5e-3 in probability here) from the node's to its neighbourhood's.",
+            ),
+        ),
+    ],
+)
+def test_new_points_move_continuously_away_from_a_node(kernel):
     X, y = _blobs(80, seed=7)
     y_part = np.full(80, -1)
     y_part[[0, 40]] = y[[0, 40]]
-    clf = SpectralGraphClassifier("probit", n_eigs=10).fit(X, y_part)
+    clf = SpectralGraphClassifier("probit", kernel=kernel, n_eigs=10).fit(X, y_part)
     direction = np.array([[0.6, 0.8]])
     steps = [1e-4, 2e-4, 4e-4]
     proba = np.array([clf.predict_proba(X + t * direction)[:, 1] for t in steps])

@@ -25,6 +25,7 @@ import skmcal
 from skmcal import GRAPH_CACHE, NodeSet, SpectralGraphClassifier, clear_graph_cache, selection
 from skmcal import graph as graph_module
 from skmcal import query as query_module
+from skmcal.classifier import AUTO_KERNELS
 from skmcal.graph import GraphCache, GraphParams, array_fingerprint, first_equal_rows, node_set
 
 from _oracle import run_concurrently
@@ -288,10 +289,12 @@ def test_verbose_shows_messages_when_logging_is_not_configured():
 def test_memory_second_estimator_loads_instead_of_building(tmp_path):
     X, y, labels, first = blobs()
     pool = NodeSet(X)
-    built = SpectralGraphClassifier(nodes=pool, n_eigs=10, memory=tmp_path).fit(X[first], y[first])
+    built = SpectralGraphClassifier(
+        nodes=pool, kernel="gaussian", n_eigs=10, memory=tmp_path
+    ).fit(X[first], y[first])
     clear_graph_cache()
     builds, loads = GRAPH_CACHE.builds, GRAPH_CACHE.loads
-    loaded = SpectralGraphClassifier(nodes=pool, n_eigs=10, memory=str(tmp_path))
+    loaded = SpectralGraphClassifier(nodes=pool, kernel="gaussian", n_eigs=10, memory=str(tmp_path))
     loaded.fit(X[first], y[first])
     assert GRAPH_CACHE.builds == builds and GRAPH_CACHE.loads == loads + 1
     assert isinstance(loaded.eigenvectors_, np.memmap) and not loaded.eigenvectors_.flags.writeable
@@ -303,7 +306,9 @@ def test_memory_second_estimator_loads_instead_of_building(tmp_path):
     assert_array_equal(loaded.predict_proba(X_new), built.predict_proba(X_new))
     assert loaded.graph_.index is not None
     assert_array_equal(pickle.loads(pickle.dumps(loaded)).predict(X_new), built.predict(X_new))
-    SpectralGraphClassifier(nodes=pool, n_eigs=11, memory=tmp_path).fit(X[first], y[first])
+    SpectralGraphClassifier(nodes=pool, kernel="gaussian", n_eigs=11, memory=tmp_path).fit(
+        X[first], y[first]
+    )
     assert GRAPH_CACHE.builds == builds + 1  # other parameters: another graph
 
 
@@ -312,7 +317,7 @@ def test_store_puts_a_graph_of_the_in_process_cache_on_disk(tmp_path, as_joblib)
     X, y, labels, first = blobs()
     pool = NodeSet(X)
     clear_graph_cache()
-    built = SpectralGraphClassifier(nodes=pool, n_eigs=10).fit(X[first], y[first])
+    built = SpectralGraphClassifier(nodes=pool, kernel="gaussian", n_eigs=10).fit(X[first], y[first])
     memory = joblib.Memory(tmp_path, verbose=0) if as_joblib else tmp_path
     params = built._graph_params(pool.n_nodes)
     assert GRAPH_CACHE.store(pool, params, built.graph_, memory)
@@ -320,7 +325,8 @@ def test_store_puts_a_graph_of_the_in_process_cache_on_disk(tmp_path, as_joblib)
     assert built.graph_.index is not None  # the graph in use keeps its index
     clear_graph_cache()
     builds, loads = GRAPH_CACHE.builds, GRAPH_CACHE.loads
-    loaded = SpectralGraphClassifier(nodes=pool, n_eigs=10, memory=memory).fit(X[first], y[first])
+    loaded = SpectralGraphClassifier(nodes=pool, kernel="gaussian", n_eigs=10, memory=memory)
+    loaded.fit(X[first], y[first])
     assert GRAPH_CACHE.builds == builds and GRAPH_CACHE.loads == loads + 1
     assert loaded.graph_.index is None
     assert_array_equal(loaded.eigenvectors_, built.eigenvectors_)
@@ -391,7 +397,7 @@ def test_memory_serves_another_process(tmp_path):
         """
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["0", "1"]
+    assert out.stdout.split() == ["0", str(len(AUTO_KERNELS))]  # kernel="auto": every graph
 
 
 def test_memory_grid_search_over_tau_gamma_equals_the_uncached_search(tmp_path):
@@ -461,8 +467,8 @@ def test_n_jobs_sets_the_threads_of_a_graph_build(monkeypatch):
 
     monkeypatch.setattr(graph_module, "build_graph", spy)
     with threadpool_limits(limits=1):
-        SpectralGraphClassifier(n_eigs=5, n_jobs=2).fit(X, labels)
-        SpectralGraphClassifier(n_eigs=6).fit(X, labels)
+        SpectralGraphClassifier(kernel="gaussian", n_eigs=5, n_jobs=2).fit(X, labels)
+        SpectralGraphClassifier(kernel="gaussian", n_eigs=6).fit(X, labels)
     assert set(seen[0].values()) == {2}  # n_jobs=2: two threads while building
     assert set(seen[1].values()) == {1}  # None: the pools as they are
 

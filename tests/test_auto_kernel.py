@@ -1,0 +1,153 @@
+"""``kernel="auto"``: the graph whose spectral ``ce`` model gives the labels the larger evidence.
+
+Each fit must equal the fit with the kernel it chose given explicitly, and the
+choice must be the larger of the two evidences computed here on graphs built
+with each kernel.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import skmcal.classifier as module
+from skmcal import GRAPH_CACHE, NodeSet, SpectralGraphClassifier
+from skmcal.evidence import LAPLACE_GAMMAS, select_hyperparameters
+from skmcal.losses import LOSSES
+
+N_EIGS = 10
+
+
+def _rays(n=40, seed=0):
+    """Two classes along two rays from the origin (angles 0 and 50 degrees): the angle
+    separates them, the distance does not near the origin."""
+    rng = np.random.RandomState(seed)
+    radius = np.concatenate([np.linspace(0.3, 6.0, n)] * 2)
+    angle = np.repeat(np.radians([0.0, 50.0]), n) + 0.03 * rng.randn(2 * n)
+    X = np.c_[radius * np.cos(angle), radius * np.sin(angle)]
+    y_true = np.repeat([0, 1], n)
+    return X, y_true, np.array([n - 1, 2 * n - 1, 5, n + 5])
+
+
+def _along_a_ray(n=40, seed=1):
+    """Two blobs on one ray from the origin: the angle cannot separate them."""
+    rng = np.random.RandomState(seed)
+    X = np.vstack([rng.randn(n, 2) * 0.4 + [2.0, 2.0], rng.randn(n, 2) * 0.4 + [5.0, 5.0]])
+    y_true = np.repeat([0, 1], n)
+    return X, y_true, np.array([0, 1, n, n + 1])
+
+
+def _labels(y_true, labeled):
+    y = np.full(y_true.size, -1)
+    y[labeled] = y_true[labeled]
+    return y
+
+
+def _evidence(graph, labeled, codes):
+    """The largest ce evidence of the labels over the default grid, by hand."""
+    loss = LOSSES["ce"]
+    taus = [t for t in module.DEFAULT_TAUS if t**2 <= np.median(graph.eigenvalues)]
+    _, _, table = select_hyperparameters(
+        loss, graph.eigenvalues, graph.eigenvectors[labeled], loss.encode(codes, 2),
+        taus or module.DEFAULT_TAUS[:1], LAPLACE_GAMMAS, n_nodes=graph.n_nodes,
+    )  # fmt: skip
+    return table.max()
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"), [(_rays, "cosine"), (_along_a_ray, "gaussian")]
+)
+@pytest.mark.parametrize("loss", ["auto", "mgr", "probit"])
+def test_auto_kernel_is_the_one_of_larger_evidence_and_fits_as_it(data, expected, loss):
+    X, y_true, labeled = data()
+    y = _labels(y_true, labeled)
+    explicit = {
+        kernel: SpectralGraphClassifier(loss, kernel=kernel, n_eigs=N_EIGS).fit(X, y)
+        for kernel in ("gaussian", "cosine")
+    }
+    evidence = {
+        kernel: _evidence(clf.graph_, labeled, y_true[labeled])
+        for kernel, clf in explicit.items()
+    }
+    auto = SpectralGraphClassifier(loss, n_eigs=N_EIGS).fit(X, y)
+    assert auto.kernel == "auto"
+    assert auto.kernel_ == max(evidence, key=evidence.get) == expected
+    chosen = explicit[expected]
+    assert auto.graph_ is chosen.graph_  # the cached graph of that kernel
+    assert (auto.tau_, auto.gamma_) == (chosen.tau_, chosen.gamma_)
+    np.testing.assert_array_equal(auto.predict_proba(X), chosen.predict_proba(X))
+    np.testing.assert_array_equal(auto.posterior_cov(), chosen.posterior_cov())
+    assert np.mean(auto.transduction_ == y_true) > 0.9
+
+
+def test_auto_kernel_is_gaussian_beyond_the_node_limit_or_with_a_neighbors_estimator(
+    monkeypatch,
+):
+    from sklearn.neighbors import KNeighborsTransformer
+
+    X, y_true, labeled = _rays()
+    y = _labels(y_true, labeled)
+    nodes = NodeSet(X)
+    SpectralGraphClassifier(nodes=nodes, n_eigs=N_EIGS).fit(X, y)  # both graphs cached
+    monkeypatch.setattr(module, "AUTO_KERNEL_MAX_NODES", X.shape[0] - 1)
+    builds = GRAPH_CACHE.builds
+    beyond = SpectralGraphClassifier(nodes=nodes, n_eigs=N_EIGS).fit(X, y)
+    assert beyond.kernel_ == "gaussian" and GRAPH_CACHE.builds == builds
+    monkeypatch.setattr(module, "AUTO_KERNEL_MAX_NODES", X.shape[0])
+    assert SpectralGraphClassifier(nodes=nodes, n_eigs=N_EIGS).fit(X, y).kernel_ == "cosine"
+    transformer = KNeighborsTransformer(n_neighbors=11)
+    given = SpectralGraphClassifier(neighbors=transformer, n_eigs=N_EIGS).fit(X, y)
+    assert given.kernel_ == "gaussian"
+
+
+@pytest.mark.filterwarnings("ignore:1 of 81 nodes lie in:UserWarning")
+def test_a_cosine_graph_with_an_isolated_node_is_not_a_candidate():
+    X, y_true, labeled = _rays()
+    X = np.vstack([X, [0.0, 0.0]])  # the origin: no cosine affinity to anything
+    y_true = np.append(y_true, 0)
+    y = _labels(y_true, labeled)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the cosine graph's warning is not shown
+        auto = SpectralGraphClassifier(n_eigs=N_EIGS, cache=False).fit(X, y)
+    assert auto.kernel_ == "gaussian"
+    with pytest.warns(UserWarning, match="no edge of positive weight"):
+        SpectralGraphClassifier(kernel="cosine", n_eigs=N_EIGS, cache=False).fit(X, y)
+
+
+def test_warm_refits_reuse_the_choice_until_the_labels_grow(monkeypatch):
+    X, y_true, labeled = _rays()
+    order = np.random.RandomState(0).permutation(np.setdiff1d(np.arange(y_true.size), labeled))
+    calls = []
+    evidence = module.SpectralGraphClassifier._kernel_evidence
+
+    def counting(self, graph, nodes, codes, n_classes):
+        calls.append((graph.params.kernel, nodes.size))
+        return evidence(self, graph, nodes, codes, n_classes)
+
+    monkeypatch.setattr(module.SpectralGraphClassifier, "_kernel_evidence", counting)
+    sizes = [labeled.size + step for step in range(6)]
+    warm = SpectralGraphClassifier(n_eigs=N_EIGS)
+    for size in sizes:
+        rows = np.concatenate([labeled, order[: size - labeled.size]])
+        warm.fit(X, _labels(y_true, rows))
+        cold = SpectralGraphClassifier(n_eigs=N_EIGS, warm_start=False).fit(
+            X, _labels(y_true, rows)
+        )
+        assert warm.kernel_ == cold.kernel_ == "cosine"
+    chosen_at = [size for kernel, size in calls[::2]]
+    expected = [sizes[0]]
+    for size in sizes[1:]:
+        if size >= module.AUTO_REUSE_GROWTH * expected[-1]:
+            expected.append(size)
+    # the warm estimator re-chose at the growth steps only; every cold fit chose afresh
+    assert sorted(chosen_at) == sorted(expected + sizes)
+    assert all(kernel == "gaussian" for kernel, _ in calls[::2])
+    assert all(kernel == "cosine" for kernel, _ in calls[1::2])
+
+
+def test_auto_kernel_parameter_is_validated():
+    X, y_true, labeled = _rays()
+    with pytest.raises(ValueError, match="'kernel' parameter"):
+        SpectralGraphClassifier(kernel="rbf").fit(X, _labels(y_true, labeled))
