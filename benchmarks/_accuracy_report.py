@@ -254,13 +254,15 @@ def report(out: Path, configs: dict) -> Path:
         "`model:strategy` (`python benchmarks/bench_accuracy.py --list`); **default** is "
         "`SpectralGraphClassifier(nodes=pool)` with model change and its default options, "
         "graph included (`loss='auto'`, `model='auto'`: spectral ce below 50 labels, the "
-        "summed prior with mgr from there on); `default:<strategy>` the same with another "
+        "summed prior with mgr from there on; `kernel='auto'`: the Gaussian or the cosine "
+        "graph by the evidence of the labels, up to 20,000 nodes, else the Gaussian one); "
+        "`default:<strategy>` the same with another "
         "strategy. `spectral-ce` is the previous default (`loss='ce'`, "
-        "`model='spectral'`, the default graph), and `spectral-ce-*` changes one parameter "
+        "`model='spectral'`, the Gaussian graph), and `spectral-ce-*` changes one parameter "
         "of it (`-k15`: `n_neighbors=15`, `-cosine`: `kernel='cosine'`, `-m100`: "
         "`n_eigs=100`). Every other method uses the data set's graph (named under each "
         "data set); `<dataset>@default-graph` holds runs where every method, peers "
-        "included, used the classifier's default graph instead (`--graph default`).",
+        "included, used the classifier's Gaussian graph instead (`--graph default`).",
         "",
     ]
     names = [n + suffix for n in DATASETS for suffix in ("", DEFAULT_GRAPH_SUFFIX)]

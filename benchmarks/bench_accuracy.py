@@ -86,8 +86,9 @@ DEFAULT_BATCH = inspect.signature(skmcal.model_change).parameters["batch"].defau
 SETTINGS = {"n_start": N_START, "batch": BATCH, "n_final": N_FINAL, "candidates": 0.1}
 
 MULTI, BINARY = "multiclass", "binary"
-#: The default before loss="auto", model="auto" (the ``spectral-ce*`` rows).
-SPECTRAL_CE = {"loss": "ce", "model": "spectral"}
+#: The default before loss="auto", model="auto" and kernel="auto" (the ``spectral-ce*``
+#: rows): spectral ce on the Gaussian graph.
+SPECTRAL_CE = {"loss": "ce", "model": "spectral", "kernel": "gaussian"}
 STRATEGIES = ("mc", "vopt", "sopt", "unc", "rand")
 #: The methods. skmcal: SpectralGraphClassifier(nodes=pool, **params) on the data set's graph.
 CONFIGS: dict[str, Config] = {

@@ -69,7 +69,7 @@ def run(X, y, pool, loss, strategy, rule, trial, args, grid):
     labeled = np.concatenate(
         [rng.choice(np.flatnonzero(y == c), args.initial, replace=False) for c in np.unique(y)]
     )
-    clf = SpectralGraphClassifier(loss=loss, model="spectral", nodes=pool)
+    clf = SpectralGraphClassifier(loss=loss, model="spectral", kernel="gaussian", nodes=pool)
     clf.fit(X[labeled], y[labeled])  # builds (or reuses) the graph
     rows = []
     for batch in range(args.batches + 1):

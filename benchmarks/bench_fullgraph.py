@@ -137,7 +137,8 @@ def al_iterations(n, X, y, args):
         neighbors = pynndescent.PyNNDescentTransformer(n_neighbors=11, random_state=0)
     memory = None if args.graph_cache is None else args.graph_cache / "memory"
     clf = SpectralGraphClassifier(
-        "mgr", model="full", nodes=pool, neighbors=neighbors, memory=memory, n_jobs=1
+        "mgr", model="full", kernel="gaussian", nodes=pool, neighbors=neighbors,
+        memory=memory, n_jobs=1
     )
     labeled = list(random_labels(y, 2, np.random.RandomState(0)))
     clf.fit(X[labeled], y[labeled])
