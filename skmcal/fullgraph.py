@@ -662,18 +662,22 @@ class _GreenColumns:
 
     def drop_blocks(self, keep, excess, column_bytes):
         """Drop the oldest blocks holding none of the nodes ``keep`` until ``excess``
-        bytes (``column_bytes`` per column) are freed or no such block is left."""
+        bytes (``column_bytes`` per column) are freed or no such block is left; the
+        blocks left keep their order."""
         needed = {self.where[int(i)][0] for i in keep if int(i) in self.where}
-        freed = 0
-        for b in range(len(self.blocks)):
+        dropped, freed = set(), 0
+        for b, block in enumerate(self.blocks):
             if freed >= excess:
                 break
-            if b in needed or self.blocks[b] is None:
-                continue
-            freed += column_bytes * self.blocks[b].shape[1]
-            self.n_columns -= self.blocks[b].shape[1]
-            self.blocks[b] = self.norms[b] = None
-        self.where = {i: (b, c) for i, (b, c) in self.where.items() if self.blocks[b] is not None}
+            if b not in needed:
+                dropped.add(b)
+                freed += column_bytes * block.shape[1]
+                self.n_columns -= block.shape[1]
+        alive = [b for b in range(len(self.blocks)) if b not in dropped]
+        renumber = {b: k for k, b in enumerate(alive)}
+        self.blocks = [self.blocks[b] for b in alive]
+        self.norms = [self.norms[b] for b in alive]
+        self.where = {i: (renumber[b], c) for i, (b, c) in self.where.items() if b in renumber}
 
     def store(self, nodes, x, norms):
         new = ~self.has(nodes)

@@ -111,6 +111,12 @@ def cho_logdet(factor):
     return 2.0 * float(np.sum(np.log(np.diag(factor))))
 
 
+def row_quadratic(V, A):
+    """``v_i' A v_i`` for every row ``v_i`` of ``V``: the diagonal of ``V A V'`` without
+    forming it (one matrix product, then a row-wise dot product)."""
+    return np.einsum("ij,ij->i", V @ A, V)
+
+
 def cho_inverse(factor):
     """``H^-1`` (symmetric) from the lower Cholesky factor of ``H``."""
     lower, info = lapack.dpotri(factor, lower=1)
@@ -286,8 +292,7 @@ class LaplacePosterior:
         ``v_i' C v_i`` (shared by the classes of ``mgr``); the diagonal of
         :meth:`latent_cov` at the nodes without forming it.
         """
-        V = self.eigenvectors
-        return np.einsum("ij,jk,ik->i", V, self.cov, V)
+        return row_quadratic(self.eigenvectors, self.cov)
 
     def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None, floor=None):
         """``formula(terms)`` of the look-ahead terms of ``nodes``, one value per node.

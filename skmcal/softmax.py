@@ -61,6 +61,7 @@ from .posterior import (
     LaplacePosterior,
     LookAheadTerms,
     reduce_classes,
+    row_quadratic,
     zero_sum_basis,
 )
 
@@ -223,7 +224,7 @@ class SoftmaxPosterior(LaplacePosterior):
         M = V.shape[1]
         blocks = self.cov.reshape(n_c, M, n_c, M)
         centred = np.einsum("cicj->ij", blocks) - blocks.sum(axis=(0, 2)) / n_c
-        return np.einsum("ij,jk,ik->i", V, centred, V)
+        return row_quadratic(V, centred)
 
     # ---------------------------------------------------------- the forms
     def _form_coefficients(self):

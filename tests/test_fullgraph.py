@@ -572,3 +572,31 @@ def test_posterior_around_takes_an_offset_for_gr_and_mgr_only():
     with pytest.raises(ValueError, match="offset takes the losses 'gr' and 'mgr'; got 'ce'"):
         posterior_around(LOSSES["ce"], np.ones(3), V, np.array([0, 1]), np.eye(2), 0.5,
                          np.zeros((8, 2)), offset=(np.ones(8), np.zeros(2)))  # fmt: skip
+
+
+def test_dropping_green_blocks_keeps_the_others_and_their_index():
+    """_GreenColumns.drop_blocks: the oldest blocks without a kept node go, the list
+    closes up (no empty slots accumulate over a long loop), every column left is found."""
+    from types import SimpleNamespace
+
+    from skmcal.fullgraph import _GreenColumns
+
+    n = 12
+    green = _GreenColumns(0.01, SimpleNamespace(order=np.arange(n)), None)
+    rng = np.random.RandomState(0)
+    batches = [np.array([0, 1]), np.array([2, 3, 4]), np.array([5]), np.array([6, 7])]
+    stored = {}
+    for nodes in batches:
+        x = rng.randn(n, nodes.size)
+        green.store(nodes, x, np.full(nodes.size, 1e-9))
+        stored.update({int(i): x[:, j] for j, i in enumerate(nodes)})
+    # free two columns' worth, keeping the nodes of the second block: the first block goes
+    green.drop_blocks(keep=np.array([3]), excess=2 * 8 * n, column_bytes=8 * n)
+    assert len(green.blocks) == len(green.norms) == 3
+    assert green.n_columns == 6 and set(green.where) == {2, 3, 4, 5, 6, 7}
+    kept = np.array([7, 2, 5, 4])
+    np.testing.assert_array_equal(green.columns(kept), np.column_stack([stored[i] for i in kept]))
+    # then more than is left without a kept node: every block but the kept one goes
+    green.drop_blocks(keep=np.array([6]), excess=10**9, column_bytes=8 * n)
+    assert len(green.blocks) == 1 and set(green.where) == {6, 7} and green.n_columns == 2
+    np.testing.assert_array_equal(green.columns(np.array([6, 7]))[:, 1], stored[7])
