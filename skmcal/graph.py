@@ -744,7 +744,9 @@ class SpectralGraph:
 
         A row whose nearest node lies at a numerically zero distance (below
         :data:`NODE_MATCH_RTOL` times the larger of the row's norm and the
-        node's local scale; exact equality with ``kernel="precomputed"``)
+        node's local scale; with the cosine kernel, a chord of
+        ``NODE_MATCH_RTOL`` between the rows scaled to unit length, or the
+        round-off of float32 data; exact equality with ``kernel="precomputed"``)
         gets weight 1 on that node alone, so every node's own values are
         reproduced, also from a float32 copy of the node. Of equal nodes, the
         first is taken.
@@ -780,6 +782,26 @@ class SpectralGraph:
         scale = np.divide(1.0, total, out=np.zeros_like(total), where=~empty)
         return sp.csr_matrix(sp.diags(scale) @ weights)
 
+    def _cosine_match_tolerance(self, X) -> float:
+        """The cosine distance below which a row counts as its nearest node.
+
+        ``1 - cos = |x/|x| - x_j/|x_j||^2 / 2``: a chord of :data:`NODE_MATCH_RTOL`
+        on the unit sphere, as the Gaussian kernel's relative tolerance, unless
+        the round-off of ``1 - cos`` in the precision of the rows or of the
+        node data (float32: about 1e-7; float32 too where the node data is not
+        held) is larger. A tolerance of ``NODE_MATCH_RTOL`` on ``1 - cos``
+        itself matched every row within an angle of ``1.4e-3`` of a node: as
+        a row moved out of that cone, its value jumped from the node's to its
+        neighbours' average (all cosine weights near one there).
+        """
+        dtypes = [getattr(X, "dtype", np.float64)]
+        dtypes.append(self._data.dtype if self._data is not None else np.float32)
+        eps = max(
+            np.finfo(d).eps if np.issubdtype(d, np.floating) else np.finfo(np.float64).eps
+            for d in dtypes
+        )
+        return max(NODE_MATCH_RTOL**2 / 2.0, 16.0 * eps)
+
     def _precomputed_rows(self, X):
         affinity = sp.csr_matrix(X, dtype=float)
         if affinity.shape[1] != self.n_nodes:
@@ -807,7 +829,7 @@ class SpectralGraph:
             point_scales = node_scales * self.data_scale
         if p.kernel == "cosine":
             weights = np.clip(1.0 - dist[:, :k], 0.0, None)
-            tolerance = np.full(n, NODE_MATCH_RTOL)
+            tolerance = np.full(n, self._cosine_match_tolerance(X))
         else:
             own = _local_scales(p, dist)
             d = dist[:, :k]
