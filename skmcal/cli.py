@@ -202,7 +202,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "--kernel",
         default="auto",
         choices=["auto", "gaussian", "cosine"],
-        help="graph kernel; auto: cosine for samson, else gaussian",
+        help="graph kernel; auto: the data set's (the paper's: cosine for samson, else "
+        "gaussian), not the classifier's choice by the evidence",
     )
     run.add_argument(
         "--n-neighbors",

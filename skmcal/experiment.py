@@ -1477,7 +1477,9 @@ def run_experiment(
         Of :class:`~skmcal.SpectralGraphClassifier`; "auto" takes the paper's
         value for each loss.
     kernel : {"auto", "gaussian", "cosine", "precomputed"}, default="auto"
-        "auto": cosine for ``samson``, gaussian otherwise (the paper).
+        "auto": cosine for ``samson``, gaussian otherwise (the paper): the
+        experiment reproduces the paper's graphs, so it does not pass the
+        classifier's ``kernel="auto"`` (a choice by the evidence of the labels).
     n_neighbors : int or "auto", default="auto"
         "auto": 15 for ``samson``, 10 otherwise (the paper).
     n_eigs : int, default=50
