@@ -12,7 +12,7 @@ choice can be compared on every data set.
 
 Run::
 
-    python benchmarks/bench_kernel_choice.py [--datasets binary-clusters digits mnist-test samson fashion-mnist] [--memory DIR]
+    python benchmarks/bench_kernel_choice.py [--datasets binary-clusters digits mnist-test samson fashion-mnist] [--memory DIR] [--sklearn]
 
 Results: ``benchmarks/results/bench_kernel_choice.csv`` (one row per data set,
 labels, trial and kernel) and ``bench_kernel_choice.md`` (the table, with the
@@ -37,6 +37,10 @@ import skmcal.classifier as classifier  # noqa: E402
 from skmcal import NodeSet, SpectralGraphClassifier  # noqa: E402
 
 KERNELS = ("gaussian", "cosine")
+#: scikit-learn's bundled data sets (``--sklearn``), as given and standardised, with
+#: 2, 5 and 10 random labels per class: small data outside the accuracy benchmark.
+SKLEARN_SETS = ("breast_cancer", "wine", "iris")
+PER_CLASS = (2, 5, 10)
 LABELS = (20, 50, 100)
 COLUMNS = ["dataset", "n_labels", "trial", "kernel", "log_evidence", "accuracy", "auto_kernel"]
 
@@ -79,6 +83,42 @@ def run(name, args, writer):
     return rows
 
 
+def run_sklearn(args, writer):
+    """The scikit-learn sets: 5 trials of ``PER_CLASS`` random labels per class."""
+    import sklearn.datasets
+    from sklearn.preprocessing import StandardScaler
+
+    rows = []
+    for base in SKLEARN_SETS:
+        X0, y = getattr(sklearn.datasets, f"load_{base}")(return_X_y=True)
+        for name, X in ((base, X0), (f"{base}+std", StandardScaler().fit_transform(X0))):
+            X = np.asarray(X, dtype=np.float64)
+            pool, n_classes = NodeSet(X), int(y.max()) + 1
+            common = dict(loss="ce", model="spectral", nodes=pool, n_eigs=50)
+            for per_class in PER_CLASS:
+                for trial in range(5):
+                    rng = np.random.RandomState(trial)
+                    labeled = np.concatenate([
+                        rng.choice(np.flatnonzero(y == c), per_class, replace=False)
+                        for c in range(n_classes)
+                    ])  # fmt: skip
+                    unlabeled = np.setdiff1d(np.arange(y.size), labeled)
+                    auto = SpectralGraphClassifier(**common).fit(X[labeled], y[labeled])
+                    for kernel in KERNELS:
+                        clf = SpectralGraphClassifier(kernel=kernel, **common).fit(
+                            X[labeled], y[labeled]
+                        )
+                        evidence = clf._kernel_evidence(
+                            clf.graph_, clf.labeled_nodes_, y[labeled], n_classes
+                        )
+                        accuracy = float(np.mean(clf.transduction_[unlabeled] == y[unlabeled]))
+                        row = [name, labeled.size, trial, kernel, evidence, accuracy, auto.kernel_]
+                        writer.writerow(row)
+                        rows.append(row)
+            print(f"{name}: done", flush=True)
+    return rows
+
+
 def table(rows, labels):
     lines = [
         "| data set | labels | cosine − Gaussian log evidence, per trial | auto took cosine "
@@ -89,6 +129,8 @@ def table(rows, labels):
     for name in names:
         for n_labels in labels:
             sel = [r for r in rows if r[0] == name and r[1] == n_labels]
+            if not sel:  # a count this data set was not run at
+                continue
             trials = sorted({r[2] for r in sel})
             ev = {(r[2], r[3]): r[4] for r in sel}
             acc = {(r[2], r[3]): r[5] for r in sel}
@@ -103,6 +145,46 @@ def table(rows, labels):
     return lines
 
 
+def summary(rows, margins=(0.0, 0.5, 1.0, 2.0)):
+    """Mean accuracy over the data sets (each the mean of its label counts and trials) of
+    each kernel, of the better of the two in each trial, and of the choice by the
+    evidence with the cosine graph taken only ``margin`` nats ahead (0: ``kernel="auto"``)."""
+    groups = {}
+    for name, n_labels, trial, kernel, evidence, accuracy, _ in rows:
+        groups.setdefault(name, {}).setdefault((n_labels, trial), {})[kernel] = (
+            evidence, accuracy
+        )
+
+    def mean_over_sets(pick):
+        return np.mean([
+            np.mean([pick(runs) for runs in by_trial.values()]) for by_trial in groups.values()
+        ])  # fmt: skip
+
+    lines = [
+        f"Mean accuracy over the {len(groups)} data sets above (each the mean of its label "
+        "counts and trials):",
+        "",
+        "| graph | accuracy |",
+        "|---|---|",
+    ]
+    for kernel in KERNELS:
+        lines.append(f"| {kernel}, always | {mean_over_sets(lambda r, k=kernel: r[k][1]):.4f} |")
+    lines.append(
+        f"| the better of the two, each trial | "
+        f"{mean_over_sets(lambda r: max(v[1] for v in r.values())):.4f} |"
+    )
+    for margin in margins:
+        def pick(r, margin=margin):
+            ahead = r["cosine"][0] - r["gaussian"][0] > margin
+            return r["cosine" if ahead else "gaussian"][1]
+
+        label = 'the evidence (`kernel="auto"`)' if margin == 0 else (
+            f"the evidence, cosine only {margin:g} nats ahead"
+        )
+        lines.append(f"| {label} | {mean_over_sets(pick):.4f} |")
+    return lines
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--datasets", nargs="+",
@@ -112,6 +194,9 @@ def main(argv=None):
     p.add_argument("--memory", default=None, help="disk cache of the graphs")
     p.add_argument("--data-home", default=None)
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    p.add_argument("--sklearn", action="store_true",
+                   help="also scikit-learn's breast_cancer, wine and iris (as given and "
+                   "standardised; 2, 5, 10 labels per class, 5 trials)")  # fmt: skip
     args = p.parse_args(argv)
     classifier.AUTO_KERNEL_MAX_NODES = 10**9  # the choice on every data set (see above)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -124,6 +209,7 @@ def main(argv=None):
                 rows += run(name, args, writer)
             except (FileNotFoundError, OSError) as exc:
                 print(f"{name}: skipped, data not found ({exc})", flush=True)
+        small = run_sklearn(args, writer) if args.sklearn else []
     command = "python benchmarks/bench_kernel_choice.py " + " ".join(argv or sys.argv[1:])
     text = [
         "# The evidence's choice of graph (`benchmarks/bench_kernel_choice.py`)",
@@ -135,6 +221,15 @@ def main(argv=None):
         "",
         *table(rows, args.labels),
     ]
+    if small:
+        text += [
+            "",
+            "scikit-learn's bundled data sets (`--sklearn`; `+std`: standardised features), "
+            "2 / 5 / 10 random labels per class, 5 trials:",
+            "",
+            *table(small, sorted({r[1] for r in small})),
+        ]
+    text += ["", *summary(rows + small)]
     (args.out / "bench_kernel_choice.md").write_text("\n".join(text) + "\n")
     print("\n".join(text))
 
