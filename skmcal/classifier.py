@@ -665,7 +665,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         gamma = None if self.gamma == "auto" else float(self.gamma)
         return tau, gamma
 
-    def _select_hyperparameters(self, model, loss, graph, labeled_nodes, codes, n_classes, warm):
+    def _select_hyperparameters(
+        self, model, loss, graph, labeled_nodes, codes, n_classes, warm, grids=None
+    ):
         """``(tau, gamma, start)``: the given values, "auto" ones by the evidence.
 
         ``model="full"`` with ``gr``/``mgr``: the full model's own evidence
@@ -735,18 +737,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         # Newton losses, warm refit: the grid starts from the last fit's coefficients,
         # and the fit that follows from the chosen point's MAP (_fit_model takes it).
         previous = self.posterior_ if warm and model == "spectral" else None
-        tau, gamma, _, start = select_hyperparameters(
-            loss,
-            graph.eigenvalues,
-            graph.eigenvectors[labeled_nodes],
-            loss.encode(codes, n_classes),
-            taus if tau is None else (tau,),
-            gammas,
-            n_nodes=graph.n_nodes if relative else None,
-            coef_init=None if previous is None or loss.closed_form else previous.coef,
-            n_threads=self._n_threads(),
-            return_coef=True,
-        )
+        tau, gamma, _, start = self._spectral_grid(
+            {} if grids is None else grids, loss, graph, labeled_nodes, codes, n_classes,
+            taus if tau is None else (tau,), gammas, graph.n_nodes if relative else None,
+            None if previous is None or loss.closed_form else previous.coef,
+        )  # fmt: skip
         self._auto_choice = (n_labeled, tau, gamma)
         return tau, gamma, None if previous is None else start
 
@@ -785,28 +780,48 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         :data:`AUTO_KERNEL_MAX_NODES` nodes."""
         return self.kernel == "auto" and self.neighbors is None and n_nodes <= AUTO_KERNEL_MAX_NODES
 
-    def _kernel_evidence(self, graph, labeled_nodes, codes, n_classes):
-        """The largest log evidence of the labels under the spectral ``ce`` model of
-        ``graph`` over the default grid (taus of :meth:`_spectral_taus`,
-        :data:`~skmcal.evidence.LAPLACE_GAMMAS` relative to the prior's scale);
-        ``-inf`` where every grid point failed."""
-        loss = LOSSES["ce"]
-        try:
-            _, _, table = select_hyperparameters(
+    def _spectral_grid(
+        self, grids, loss, graph, labeled_nodes, codes, n_classes, taus, gammas, n_nodes, start
+    ):
+        """:func:`~skmcal.evidence.select_hyperparameters` (``return_coef=True``) of these
+        labels on ``graph``, from ``start``; ``grids`` holds the ones this fit computed,
+        so that the kernel's choice and the hyperparameters' share a grid they both need."""
+        key = (id(graph), loss.name, tuple(taus), tuple(gammas), n_nodes, id(start))
+        if key not in grids:
+            result = select_hyperparameters(
                 loss,
                 graph.eigenvalues,
                 graph.eigenvectors[labeled_nodes],
                 loss.encode(codes, n_classes),
-                self._spectral_taus(graph),
-                LAPLACE_GAMMAS,
-                n_nodes=graph.n_nodes,
+                taus,
+                gammas,
+                n_nodes=n_nodes,
+                coef_init=start,
                 n_threads=self._n_threads(),
+                return_coef=True,
             )
+            grids[key] = (graph, start, result)  # the objects behind the ids stay alive
+        return grids[key][2]
+
+    def _kernel_evidence(self, graph, labeled_nodes, codes, n_classes, grids=None, start=None):
+        """The largest log evidence of the labels under the spectral ``ce`` model of
+        ``graph`` over the default grid (taus of :meth:`_spectral_taus`,
+        :data:`~skmcal.evidence.LAPLACE_GAMMAS` relative to the prior's scale);
+        ``-inf`` where every grid point failed. ``start``: the coefficients its Newton
+        fits start from (those of the hyperparameters' grid that follows on this graph,
+        which then reuses it through ``grids``)."""
+        try:
+            _, _, table, _ = self._spectral_grid(
+                {} if grids is None else grids, LOSSES["ce"], graph, labeled_nodes, codes,
+                n_classes, self._spectral_taus(graph), LAPLACE_GAMMAS, graph.n_nodes, start,
+            )  # fmt: skip
         except ValueError:
             return -np.inf
         return float(table.max())
 
-    def _choose_kernel(self, nodes, graph, labeled_nodes, codes, n_classes, level):
+    def _choose_kernel(
+        self, nodes, graph, labeled_nodes, codes, n_classes, level, grids, start_on
+    ):
         """The graph of the kernel of :data:`AUTO_KERNELS` whose spectral ``ce`` model
         gives the labels the largest evidence (:meth:`_kernel_evidence`); ``graph`` is
         the first kernel's.
@@ -849,7 +864,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 graphs[kernel] = other
         start = time.perf_counter()
         evidence = {
-            kernel: self._kernel_evidence(g, labeled_nodes, codes, n_classes)
+            kernel: self._kernel_evidence(g, labeled_nodes, codes, n_classes, grids, start_on(g))
             for kernel, g in graphs.items()
         }
         chosen = max(evidence, key=lambda kernel: evidence[kernel])  # ties: the first
@@ -978,13 +993,23 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         graph = GRAPH_CACHE.get_or_build(
             nodes, params, memory=self.memory, verbose=self.verbose, keep=self.cache
         )
+        def signature_on(g):  # warm start only where the previous fit used this graph content
+            return (
+                g.params.key(nodes.digest), model, loss_name, tuple(classes.tolist()),
+                self.tau, self.gamma,
+            )  # fmt: skip
+
+        def grid_start_on(g):  # the start of the spectral ce grid of tau/gamma "auto" on g
+            shares = (model, loss_name, self.tau, self.gamma) == ("spectral", "ce", "auto", "auto")
+            warm_on = self.warm_start and getattr(self, "_fit_signature", None) == signature_on(g)
+            return self.posterior_.coef if shares and warm_on else None
+
+        grids = {}  # grids of this fit, shared by the kernel's choice and tau/gamma's
         if self._chooses_kernel(nodes.n_nodes):
-            graph = self._choose_kernel(nodes, graph, labeled_nodes, codes, classes.size, level)
-        # Warm start only where the previous fit used the same graph content.
-        signature = (
-            graph.params.key(nodes.digest), model, loss_name, tuple(classes.tolist()),
-            self.tau, self.gamma,
-        )  # fmt: skip
+            graph = self._choose_kernel(
+                nodes, graph, labeled_nodes, codes, classes.size, level, grids, grid_start_on
+            )
+        signature = signature_on(graph)
         warm = self.warm_start and getattr(self, "_fit_signature", None) == signature
         start = time.perf_counter()
         # The full-graph models share the graph's sparse solver (its cached Green's
@@ -996,7 +1021,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                                                       classes.size, warm)  # fmt: skip
             else:
                 tau, gamma, grid_map = self._select_hyperparameters(
-                    model, loss, graph, labeled_nodes, codes, classes.size, warm
+                    model, loss, graph, labeled_nodes, codes, classes.size, warm, grids
                 )
                 posterior = self._fit_model(
                     model, loss, graph, labeled_nodes, codes, classes.size, tau, gamma,

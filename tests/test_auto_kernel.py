@@ -122,9 +122,9 @@ def test_warm_refits_reuse_the_choice_until_the_labels_grow(monkeypatch):
     calls = []
     evidence = module.SpectralGraphClassifier._kernel_evidence
 
-    def counting(self, graph, nodes, codes, n_classes):
+    def counting(self, graph, nodes, codes, n_classes, *rest):
         calls.append((graph.params.kernel, nodes.size))
-        return evidence(self, graph, nodes, codes, n_classes)
+        return evidence(self, graph, nodes, codes, n_classes, *rest)
 
     monkeypatch.setattr(module.SpectralGraphClassifier, "_kernel_evidence", counting)
     sizes = [labeled.size + step for step in range(6)]
@@ -151,3 +151,35 @@ def test_auto_kernel_parameter_is_validated():
     X, y_true, labeled = _rays()
     with pytest.raises(ValueError, match="'kernel' parameter"):
         SpectralGraphClassifier(kernel="rbf").fit(X, _labels(y_true, labeled))
+
+
+@pytest.mark.parametrize(("loss", "grids"), [("ce", 2), ("auto", 2), ("mgr", 3)])
+def test_the_chosen_graph_shares_its_grid_with_tau_and_gamma(monkeypatch, loss, grids):
+    """Spectral ce with tau, gamma "auto": the kernel's evidence on the chosen graph is the
+    hyperparameters' grid, computed once (two grids per fit, not three)."""
+    X, y_true, labeled = _rays()
+    calls = []
+    select = module.select_hyperparameters
+
+    def counting(*args, **kwargs):
+        calls.append(args[0].name)
+        return select(*args, **kwargs)
+
+    monkeypatch.setattr(module, "select_hyperparameters", counting)
+    SpectralGraphClassifier(loss, model="spectral", n_eigs=N_EIGS).fit(X, _labels(y_true, labeled))
+    assert len(calls) == grids
+
+
+def test_warm_refits_with_a_shared_grid_equal_those_of_the_explicit_kernel():
+    X, y_true, labeled = _rays()
+    order = np.random.RandomState(1).permutation(np.setdiff1d(np.arange(y_true.size), labeled))
+    auto = SpectralGraphClassifier("ce", model="spectral", n_eigs=N_EIGS)
+    explicit = SpectralGraphClassifier("ce", model="spectral", kernel="cosine", n_eigs=N_EIGS)
+    for size in range(labeled.size, labeled.size + 12, 2):
+        y = _labels(y_true, np.concatenate([labeled, order[: size - labeled.size]]))
+        auto.fit(X, y)
+        explicit.fit(X, y)
+        assert auto.kernel_ == "cosine"
+        assert (auto.tau_, auto.gamma_) == (explicit.tau_, explicit.gamma_)
+        np.testing.assert_array_equal(auto.coef_, explicit.coef_)
+        np.testing.assert_array_equal(auto.posterior_cov(), explicit.posterior_cov())
