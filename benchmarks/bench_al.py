@@ -132,8 +132,8 @@ def run_size(n, X_all, y_all, args, reruns):
     g = {"knn": knn, "nodeset_s": h.now() - t0}
 
     def make(loss, n_jobs=None):
-        return SpectralGraphClassifier(loss, model="spectral", kernel="gaussian", nodes=pool, neighbors=neighbors,
-                                       n_eigs=N_EIGS, n_jobs=n_jobs)
+        return SpectralGraphClassifier(loss, model="spectral", kernel="gaussian", nodes=pool,
+                                       neighbors=neighbors, n_eigs=N_EIGS, n_jobs=n_jobs)
 
     h.log(f"N={n}: building the graph (kNN, weights, {N_EIGS} eigenpairs) ...")
     skmcal.clear_graph_cache()

@@ -114,7 +114,9 @@ def main(argv=None):
         pool = NodeSet(X)
         t0 = time.perf_counter()
         # builds the shared graph
-        SpectralGraphClassifier("mgr", model="spectral", kernel="gaussian", nodes=pool).fit(X[init], y[init])
+        SpectralGraphClassifier("mgr", model="spectral", kernel="gaussian", nodes=pool).fit(
+            X[init], y[init]
+        )
         print(f"N={n}: graph {time.perf_counter() - t0:.1f} s", flush=True)
         for loss in args.losses:
             from modAL.models import ActiveLearner
@@ -125,7 +127,9 @@ def main(argv=None):
             for path in ("nodeset", "array"):
                 nodes = pool if path == "nodeset" else X
                 learner = ActiveLearner(
-                    estimator=SpectralGraphClassifier(loss, model="spectral", kernel="gaussian", nodes=nodes),
+                    estimator=SpectralGraphClassifier(
+                        loss, model="spectral", kernel="gaussian", nodes=nodes
+                    ),
                     query_strategy=model_change,
                     X_training=X[init],
                     y_training=y[init],

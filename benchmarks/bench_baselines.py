@@ -173,7 +173,8 @@ def run_size(n, X_all, y_all, args, specs, reruns):
 
     def make(loss):
         return SpectralGraphClassifier(
-            loss, model="spectral", kernel="gaussian", nodes=pool, neighbors=neighbors, n_eigs=N_EIGS
+            loss, model="spectral", kernel="gaussian", nodes=pool, neighbors=neighbors,
+            n_eigs=N_EIGS,
         )
 
     init, _ = trial_zero(codes, args.seed)

@@ -41,8 +41,8 @@ LOSSES = ("gr", "logistic", "probit", "mgr", "ce")
 BINARY = ("gr", "logistic", "probit")
 GRID = {"tau": [0.001, 0.005, 0.02], "gamma": [0.1, 0.5, 1.0]}
 TARGET_GRAPH_S, TARGET_CE_FIT_MS, TARGET_GS_RATIO = 30.0, 100.0, 2.0
-KWARGS = dict(kernel="gaussian", n_neighbors=10, scale_neighbor=5, scale_factor=3.0, n_eigs=N_EIGS, random_state=0,
-              warm_start=False)
+KWARGS = dict(kernel="gaussian", n_neighbors=10, scale_neighbor=5, scale_factor=3.0, n_eigs=N_EIGS,
+              random_state=0, warm_start=False)
 
 
 def knn_alone(X, neighbors):

@@ -12,7 +12,8 @@ choice can be compared on every data set.
 
 Run::
 
-    python benchmarks/bench_kernel_choice.py [--datasets binary-clusters digits mnist-test samson fashion-mnist] [--memory DIR] [--sklearn]
+    python benchmarks/bench_kernel_choice.py [--datasets binary-clusters digits mnist-test
+        samson fashion-mnist] [--memory DIR] [--sklearn]
 
 Results: ``benchmarks/results/bench_kernel_choice.csv`` (one row per data set,
 labels, trial and kernel) and ``bench_kernel_choice.md`` (the table, with the
@@ -151,9 +152,7 @@ def summary(rows, margins=(0.0, 0.5, 1.0, 2.0)):
     evidence with the cosine graph taken only ``margin`` nats ahead (0: ``kernel="auto"``)."""
     groups = {}
     for name, n_labels, trial, kernel, evidence, accuracy, _ in rows:
-        groups.setdefault(name, {}).setdefault((n_labels, trial), {})[kernel] = (
-            evidence, accuracy
-        )
+        groups.setdefault(name, {}).setdefault((n_labels, trial), {})[kernel] = (evidence, accuracy)
 
     def mean_over_sets(pick):
         return np.mean([
@@ -174,12 +173,15 @@ def summary(rows, margins=(0.0, 0.5, 1.0, 2.0)):
         f"{mean_over_sets(lambda r: max(v[1] for v in r.values())):.4f} |"
     )
     for margin in margins:
+
         def pick(r, margin=margin):
             ahead = r["cosine"][0] - r["gaussian"][0] > margin
             return r["cosine" if ahead else "gaussian"][1]
 
-        label = 'the evidence (`kernel="auto"`)' if margin == 0 else (
-            f"the evidence, cosine only {margin:g} nats ahead"
+        label = (
+            'the evidence (`kernel="auto"`)'
+            if margin == 0
+            else (f"the evidence, cosine only {margin:g} nats ahead")
         )
         lines.append(f"| {label} | {mean_over_sets(pick):.4f} |")
     return lines
@@ -214,10 +216,10 @@ def main(argv=None):
     text = [
         "# The evidence's choice of graph (`benchmarks/bench_kernel_choice.py`)",
         "",
-        f"Command: `{command.strip()}`. Spectral `ce` (`tau`, `gamma` \"auto\"), "
+        f'Command: `{command.strip()}`. Spectral `ce` (`tau`, `gamma` "auto"), '
         "`n_neighbors=10`; the labels: a trial's 20 initial labels of "
         "`bench_accuracy.py`, then random ones. Accuracy on the unlabeled nodes; "
-        "*auto's*: that of the kernel `kernel=\"auto\"` took in each trial.",
+        '*auto\'s*: that of the kernel `kernel="auto"` took in each trial.',
         "",
         *table(rows, args.labels),
     ]

@@ -74,8 +74,9 @@ def worker(folder: str, iterations: int, seed: int) -> None:
     def loop(name, loss, n_iter):
         _, strategy, opts, _ = next(s for s in bench_al.STRATEGIES if s[0] == name)
         tau, gamma = PAPER[loss]  # fixed: both trees fit the same model, whatever their defaults
-        clf = SpectralGraphClassifier(loss, model="spectral", kernel="gaussian", nodes=pool, neighbors=neighbors,
-                                      tau=tau, gamma=gamma, n_eigs=bench_al.N_EIGS)
+        clf = SpectralGraphClassifier(loss, model="spectral", kernel="gaussian", nodes=pool,
+                                      neighbors=neighbors, tau=tau, gamma=gamma,
+                                      n_eigs=bench_al.N_EIGS)
         labels = (y < 5).astype(np.int64) if loss in bench_al.BINARY else y
         res, picks = bench_al.run_loop(clf, getattr(skmcal, strategy), opts, X, labels, pool, init,
                                        n_iter, seed)

@@ -56,9 +56,7 @@ def _evidence(graph, labeled, codes):
     return table.max()
 
 
-@pytest.mark.parametrize(
-    ("data", "expected"), [(_rays, "cosine"), (_along_a_ray, "gaussian")]
-)
+@pytest.mark.parametrize(("data", "expected"), [(_rays, "cosine"), (_along_a_ray, "gaussian")])
 @pytest.mark.parametrize("loss", ["auto", "mgr", "probit"])
 def test_auto_kernel_is_the_one_of_larger_evidence_and_fits_as_it(data, expected, loss):
     X, y_true, labeled = data()
@@ -68,8 +66,7 @@ def test_auto_kernel_is_the_one_of_larger_evidence_and_fits_as_it(data, expected
         for kernel in ("gaussian", "cosine")
     }
     evidence = {
-        kernel: _evidence(clf.graph_, labeled, y_true[labeled])
-        for kernel, clf in explicit.items()
+        kernel: _evidence(clf.graph_, labeled, y_true[labeled]) for kernel, clf in explicit.items()
     }
     auto = SpectralGraphClassifier(loss, n_eigs=N_EIGS).fit(X, y)
     assert auto.kernel == "auto"
