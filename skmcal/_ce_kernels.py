@@ -236,7 +236,9 @@ def split_kernels():
 
     ``(before, after)``. ``before(projections, latent, gamma, rest, weights,
     out)``: ``projections`` the ``E p_i`` (``(r, n_c, K)``), ``latent``
-    ``(n_c, K)``; writes the bounds before the step into ``out`` (``(K,)``).
+    ``(n_c, K)``; writes the bounds before the step into ``out`` (``(K,)``):
+    the smaller of the interval bound and the trust-region bound of
+    :class:`skmcal.softmax.ChangeSplit`.
     ``after(projections, chosen, steps, basis, quadratic, rest, weights,
     out)``: the bounds given the steps ``R_k`` (``(d, n)``) and ``g^2 R_k'
     G_k R_k`` (``(n,)``) of the nodes ``chosen`` (``(n,)``, positions along the
@@ -262,11 +264,16 @@ def split_kernels():
         acc = np.empty(n, dtype=f32)
         scale = 1.0 / gamma
         factor = f32(1.0 / (gamma * gamma))
+        label = np.zeros(n, dtype=np.int64)  # the pseudo-label: the first argmax
+        towards = np.zeros(n)  # a^2 of the trust-region bound below
+        spread = np.zeros(n)  # b^2 of the trust-region bound below
         for k in range(n):
             top[k] = latent[0, k]
         for c in range(1, n_c):
             for k in range(n):
-                top[k] = max(top[k], latent[c, k])
+                if latent[c, k] > top[k]:
+                    top[k] = latent[c, k]
+                    label[k] = c
         for c in range(n_c):
             for k in range(n):
                 value = np.exp((latent[c, k] - top[k]) * scale)
@@ -285,8 +292,12 @@ def split_kernels():
                 for k in range(n):
                     gap = projections[i, c, k] - mean[k]
                     limits[i, k] += pi[c, k] * gap * gap
+            weight = weights[i] * factor
             for k in range(n):
                 limits[i, k] *= factor
+                spread[k] += weights[i] * limits[i, k]
+                gap = projections[i, label[k], k] - mean[k]
+                towards[k] += 0.25 * weight * gap * gap
         # ||u|| = t sqrt(e), t in [0, 1]: g^2 R' G R <= e t (1 - t), (p_i' R)^2 <= e t^2 limit_i;
         # the largest over each interval of t, from the ends of the interval
         for interval in range(INTERVALS):
@@ -304,8 +315,27 @@ def split_kernels():
                     acc[k] += weight * taken
             for k in range(n):
                 best[k] = max(best[k], acc[k])
-        for k in range(n):  # times e = 1 / pi_j - 1 = total - 1 (the top class has exp(0) = 1)
-            out[k] = np.sqrt(best[k] * f32(total[k] - 1.0))
+        # The trust-region bound. u is reachable iff u'(w - u) >= 0 (u = (I + H)^-1 w,
+        # H >= 0), i.e. u = w/2 + x, |x| <= rho = sqrt(e)/2, and then u'Hu = rho^2 - |x|^2;
+        # with Q = sum_i weights_i q_i q_i' / g^2 (q_i = B^1/2 E p_i):
+        # value^2 <= rest (rho^2 - |x|^2) + (x + w/2)' Q (x + w/2)
+        #         <= rest (rho^2 - r^2) + (a + b r)^2, r = |x|, where
+        # a^2 = w'Qw/4 = sum_i weights_i ((E p_i)_j - pi'E p_i)^2 / (4 g^2) (B^1/2 w = e_j - pi)
+        # and b^2 = tr(Q) = sum_i weights_i limit_i >= lambda_max(Q).
+        for k in range(n):
+            e = total[k] - 1.0  # 1 / pi_j - 1 (the top class has exp(0) = 1)
+            rho2 = 0.25 * e
+            a = np.sqrt(towards[k])
+            b2 = spread[k]
+            b = np.sqrt(b2)
+            rho = np.sqrt(rho2)
+            square = max(rest * rho2 + a * a, (a + b * rho) ** 2)
+            if rest > b2:
+                inner = a * b / (rest - b2)
+                if inner < rho:
+                    square = max(square, rest * (rho2 - inner * inner) + (a + b * inner) ** 2)
+            # the interval bound: best (a share of e) times e
+            out[k] = np.sqrt(min(best[k] * f32(e), f32(square)))
 
     @numba.njit(nogil=True, cache=True, error_model="numpy")
     def after(projections, chosen, steps, basis, quadratic, rest, weights, out):  # pragma: no cover
