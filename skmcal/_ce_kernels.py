@@ -292,12 +292,12 @@ def split_kernels():
                 for k in range(n):
                     gap = projections[i, c, k] - mean[k]
                     limits[i, k] += pi[c, k] * gap * gap
-            weight = weights[i] * factor
+            scaled = weights[i] * factor  # not `weight`: that one is float32 below
             for k in range(n):
                 limits[i, k] *= factor
                 spread[k] += weights[i] * limits[i, k]
                 gap = projections[i, label[k], k] - mean[k]
-                towards[k] += 0.25 * weight * gap * gap
+                towards[k] += 0.25 * scaled * gap * gap
         # ||u|| = t sqrt(e), t in [0, 1]: g^2 R' G R <= e t (1 - t), (p_i' R)^2 <= e t^2 limit_i;
         # the largest over each interval of t, from the ends of the interval
         for interval in range(INTERVALS):

@@ -736,14 +736,14 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             gammas = DEFAULT_GAMMAS
         # Newton losses, warm refit: the grid starts from the last fit's coefficients,
         # and the fit that follows from the chosen point's MAP (_fit_model takes it).
-        previous = self.posterior_ if warm and model == "spectral" else None
+        grid_start = self._grid_start(warm, model, loss)
         tau, gamma, _, start = self._spectral_grid(
             {} if grids is None else grids, loss, graph, labeled_nodes, codes, n_classes,
             taus if tau is None else (tau,), gammas, graph.n_nodes if relative else None,
-            None if previous is None or loss.closed_form else previous.coef,
+            grid_start,
         )  # fmt: skip
         self._auto_choice = (n_labeled, tau, gamma)
-        return tau, gamma, None if previous is None else start
+        return tau, gamma, None if not (warm and model == "spectral") else start
 
     def _resolved_loss_model(self, n_nodes, n_labeled, n_classes):
         """The loss and model of this fit: ``loss`` and ``model``, "auto" resolved.
@@ -779,6 +779,12 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``neighbors`` estimator has its own metric) and at most
         :data:`AUTO_KERNEL_MAX_NODES` nodes."""
         return self.kernel == "auto" and self.neighbors is None and n_nodes <= AUTO_KERNEL_MAX_NODES
+
+    def _grid_start(self, warm, model, loss):
+        """The coefficients the spectral evidence grid of a fit starts from: the last
+        fit's on a warm spectral refit of a Newton loss, else None (the prior mean)."""
+        warm_newton = warm and model == "spectral" and not loss.closed_form
+        return self.posterior_.coef if warm_newton else None
 
     def _spectral_grid(
         self, grids, loss, graph, labeled_nodes, codes, n_classes, taus, gammas, n_nodes, start
@@ -860,7 +866,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             with warnings.catch_warnings(record=True) as caught[kernel]:
                 warnings.simplefilter("always")
                 other = build(kernel)
-            if np.asarray(other.weights.sum(axis=1)).min() > 0:  # no isolated node
+            if other.degrees.min() > 0:  # no isolated node
                 graphs[kernel] = other
         start = time.perf_counter()
         evidence = {
@@ -999,10 +1005,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 self.tau, self.gamma,
             )  # fmt: skip
 
-        def grid_start_on(g):  # the start of the spectral ce grid of tau/gamma "auto" on g
-            shares = (model, loss_name, self.tau, self.gamma) == ("spectral", "ce", "auto", "auto")
+        def grid_start_on(g):  # the start of tau/gamma's grid on g where it is the kernel's
+            if (loss_name, self.tau, self.gamma) != ("ce", "auto", "auto"):
+                return None
             warm_on = self.warm_start and getattr(self, "_fit_signature", None) == signature_on(g)
-            return self.posterior_.coef if shares and warm_on else None
+            return self._grid_start(warm_on, model, loss)
 
         grids = {}  # grids of this fit, shared by the kernel's choice and tau/gamma's
         if self._chooses_kernel(nodes.n_nodes):
