@@ -54,33 +54,39 @@ def labels_for(codes, n_labels, trial, seed=0):
     return np.concatenate([first, rng.choice(rest, n_labels - first.size, replace=False)])
 
 
+def score_kernels(name, X, codes, labeled, trial, common, writer):
+    """The rows of one trial: each kernel's evidence and accuracy, and auto's choice."""
+    unlabeled = np.setdiff1d(np.arange(codes.size), labeled)
+    auto = SpectralGraphClassifier(**common).fit(X[labeled], codes[labeled])
+    rows = []
+    for kernel in KERNELS:
+        clf = SpectralGraphClassifier(kernel=kernel, **common).fit(X[labeled], codes[labeled])
+        evidence = clf._kernel_evidence(
+            clf.graph_, clf.labeled_nodes_, codes[labeled], int(codes.max()) + 1
+        )
+        accuracy = float(np.mean(clf.transduction_[unlabeled] == codes[unlabeled]))
+        row = [name, labeled.size, trial, kernel, evidence, accuracy, auto.kernel_]
+        writer.writerow(row)
+        rows.append(row)
+    return rows
+
+
 def run(name, args, writer):
     X, y = DATASETS[name].load(args.data_home)
     X = np.asarray(X, dtype=np.float64)
     codes = np.unique(y, return_inverse=True)[1].reshape(-1).astype(np.intp)
-    pool = NodeSet(X)
-    common = dict(loss="ce", model="spectral", nodes=pool, memory=args.memory)
+    common = dict(loss="ce", model="spectral", nodes=NodeSet(X), memory=args.memory)
     rows = []
     for n_labels in args.labels:
         for trial in range(args.trials):
+            started = time.perf_counter()
             labeled = labels_for(codes, n_labels, trial)
-            unlabeled = np.setdiff1d(np.arange(codes.size), labeled)
-            auto = SpectralGraphClassifier(**common).fit(X[labeled], codes[labeled])
-            for kernel in KERNELS:
-                started = time.perf_counter()
-                clf = SpectralGraphClassifier(kernel=kernel, **common).fit(
-                    X[labeled], codes[labeled]
-                )
-                evidence = clf._kernel_evidence(
-                    clf.graph_, clf.labeled_nodes_, codes[labeled], int(codes.max()) + 1
-                )
-                accuracy = float(np.mean(clf.transduction_[unlabeled] == codes[unlabeled]))
-                row = [name, n_labels, trial, kernel, evidence, accuracy, auto.kernel_]
-                writer.writerow(row)
-                rows.append(row)
-                print(f"{name} {n_labels} labels, trial {trial}, {kernel}: log evidence "
-                      f"{evidence:.2f}, accuracy {accuracy:.4f}, auto took {auto.kernel_} "
-                      f"({time.perf_counter() - started:.1f} s)", flush=True)  # fmt: skip
+            rows += score_kernels(name, X, codes, labeled, trial, common, writer)
+            print(f"{name} {n_labels} labels, trial {trial}: "
+                  + "; ".join(f"{r[3]} log evidence {r[4]:.2f}, accuracy {r[5]:.4f}"
+                              for r in rows[-len(KERNELS):])
+                  + f"; auto took {rows[-1][6]} ({time.perf_counter() - started:.1f} s)",
+                  flush=True)  # fmt: skip
     return rows
 
 
@@ -94,28 +100,15 @@ def run_sklearn(args, writer):
         X0, y = getattr(sklearn.datasets, f"load_{base}")(return_X_y=True)
         for name, X in ((base, X0), (f"{base}+std", StandardScaler().fit_transform(X0))):
             X = np.asarray(X, dtype=np.float64)
-            pool, n_classes = NodeSet(X), int(y.max()) + 1
-            common = dict(loss="ce", model="spectral", nodes=pool, n_eigs=50)
+            common = dict(loss="ce", model="spectral", nodes=NodeSet(X), n_eigs=50)
             for per_class in PER_CLASS:
                 for trial in range(5):
                     rng = np.random.RandomState(trial)
                     labeled = np.concatenate([
                         rng.choice(np.flatnonzero(y == c), per_class, replace=False)
-                        for c in range(n_classes)
+                        for c in range(int(y.max()) + 1)
                     ])  # fmt: skip
-                    unlabeled = np.setdiff1d(np.arange(y.size), labeled)
-                    auto = SpectralGraphClassifier(**common).fit(X[labeled], y[labeled])
-                    for kernel in KERNELS:
-                        clf = SpectralGraphClassifier(kernel=kernel, **common).fit(
-                            X[labeled], y[labeled]
-                        )
-                        evidence = clf._kernel_evidence(
-                            clf.graph_, clf.labeled_nodes_, y[labeled], n_classes
-                        )
-                        accuracy = float(np.mean(clf.transduction_[unlabeled] == y[unlabeled]))
-                        row = [name, labeled.size, trial, kernel, evidence, accuracy, auto.kernel_]
-                        writer.writerow(row)
-                        rows.append(row)
+                    rows += score_kernels(name, X, y, labeled, trial, common, writer)
             print(f"{name}: done", flush=True)
     return rows
 
