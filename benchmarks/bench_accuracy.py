@@ -112,7 +112,7 @@ CONFIGS: dict[str, Config] = {
         )
         for suffix, s in (("", "mc"), (":unc", "unc"))
     },  # fmt: skip
-    # The previous default, spectral ce, on the default graph, alone and with one graph or
+    # The previous default, spectral ce, on the Gaussian graph, alone and with one graph or
     # model parameter changed: which part of it costs accuracy, and the truncation (n_eigs).
     "spectral-ce": Config(
         "skmcal", "mc", SPECTRAL_CE, options={"batch": DEFAULT_BATCH}, data_graph=False
