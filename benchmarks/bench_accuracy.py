@@ -104,6 +104,12 @@ CONFIGS: dict[str, Config] = {
         )
         for s in ("vopt", "sopt", "unc", "rand")
     },  # fmt: skip
+    # The defaults with the Gaussian graph alone (kernel="auto" builds two): what the
+    # kernel's choice costs per batch and gains in accuracy.
+    "default-gaussian": Config(
+        "skmcal", "mc", {"kernel": "gaussian"}, options={"batch": DEFAULT_BATCH},
+        data_graph=False,
+    ),  # fmt: skip
     # The defaults on a cosine graph with 15 neighbours (Samson's own graph, as the paper).
     **{
         f"default-cosine-k15{suffix}": Config(
