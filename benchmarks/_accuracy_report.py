@@ -25,6 +25,11 @@ from _accuracy_common import (
     read_rows,
 )
 
+#: The plots' lower row: the error of the mean curves from this many labels, on a log
+#: scale (where the curves crowd near accuracy 1), an error of 0 drawn at ERROR_FLOOR.
+ERROR_FROM = 50
+ERROR_FLOOR = 1e-4
+
 PANELS = {
     "mc": "model change",
     "vopt": "V-opt",
@@ -185,9 +190,14 @@ def plot(name: str, stats: dict, configs: dict, path: Path) -> None:
 
     styles = _styles(configs)
     x = np.array(CHECKPOINTS)
-    fig, axes = plt.subplots(1, len(PANELS), figsize=(4 * len(PANELS), 4.4), sharey=True)
+    tail = x >= ERROR_FROM
+    fig, grid = plt.subplots(
+        2, len(PANELS), figsize=(4 * len(PANELS), 7.6), sharey="row",
+        gridspec_kw={"height_ratios": [4.4, 3.2]},
+    )  # fmt: skip
+    axes, below = grid
     handles = {}
-    for ax, (strategy, title) in zip(axes, PANELS.items(), strict=True):
+    for ax, low_ax, (strategy, title) in zip(axes, below, PANELS.items(), strict=True):
         for m in _order(stats, configs):
             model, _, suffix = m.partition(":")
             config = configs.get(m)
@@ -209,13 +219,22 @@ def plot(name: str, stats: dict, configs: dict, path: Path) -> None:
             (line,) = ax.plot(x, mean, label=label, **kw)
             ax.fill_between(x, mean - std, mean + std, color=kw["color"], alpha=0.12, lw=0)
             handles.setdefault(label, line)
-        ax.set_xscale("log")
+            error = 1.0 - mean[tail]
+            if np.isfinite(error).all():
+                low_ax.plot(x[tail], np.maximum(error, ERROR_FLOOR), **kw)
+        for a in (ax, low_ax):
+            a.set_xscale("log")
+            a.minorticks_off()
+            a.grid(alpha=0.3)
         ax.set_xticks(REPORTED, [str(n) for n in REPORTED])
-        ax.minorticks_off()
+        low_ax.set_xticks(REPORTED[REPORTED.index(ERROR_FROM):],
+                          [str(n) for n in REPORTED[REPORTED.index(ERROR_FROM):]])  # fmt: skip
         ax.set_title(title)
-        ax.set_xlabel("labels")
-        ax.grid(alpha=0.3)
+        low_ax.set_xlabel("labels")
+        low_ax.set_yscale("log")
     axes[0].set_ylabel("accuracy on the unlabeled nodes")
+    below[0].set_ylabel(f"error (1 - accuracy), from {ERROR_FROM} labels")
+    below[0].set_ylim(bottom=ERROR_FLOOR / 1.5)
     finite = [s["acc"].mean(axis=0) for s in stats.values() if np.isfinite(s["acc"]).all()]
     low = min((mean.min() for mean in finite), default=0.0)
     axes[0].set_ylim(max(0.0, low - 0.02), 1.0)
@@ -225,7 +244,10 @@ def plot(name: str, stats: dict, configs: dict, path: Path) -> None:
     )
     counts = sorted({s["acc"].shape[0] for s in stats.values()})
     trials = str(counts[0]) if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
-    fig.suptitle(f"{name}: accuracy against labels, mean ± std over {trials} trials per method")
+    fig.suptitle(
+        f"{name}: accuracy against labels, mean ± std over {trials} trials per method; "
+        f"below, the mean's error on a log scale (0 drawn at {ERROR_FLOOR:g})"
+    )
     fig.tight_layout()
     # Below the axes, whatever its number of rows; the saved box takes it in.
     fig.legend(

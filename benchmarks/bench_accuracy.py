@@ -89,6 +89,8 @@ MULTI, BINARY = "multiclass", "binary"
 #: The default before loss="auto", model="auto" and kernel="auto" (the ``spectral-ce*``
 #: rows): spectral ce on the Gaussian graph.
 SPECTRAL_CE = {"loss": "ce", "model": "spectral", "kernel": "gaussian"}
+#: The spectral model with mgr (the ``mgr:*`` rows), on the data set's graph.
+SPECTRAL_MGR = {"loss": "mgr", "model": "spectral"}
 STRATEGIES = ("mc", "vopt", "sopt", "unc", "rand")
 #: The methods. skmcal: SpectralGraphClassifier(nodes=pool, **params) on the data set's graph.
 CONFIGS: dict[str, Config] = {
@@ -182,7 +184,7 @@ CONFIGS: dict[str, Config] = {
         )
     },
     **{
-        f"mgr:{s}": Config("skmcal", s, {"loss": "mgr", "model": "spectral"}, MULTI)
+        f"mgr:{s}": Config("skmcal", s, SPECTRAL_MGR, MULTI)
         for s in STRATEGIES
     },
     # ce takes two classes as well as more.
@@ -190,7 +192,7 @@ CONFIGS: dict[str, Config] = {
     # Greedy batches (each pick updates the posterior with its pseudo-label before the next).
     **{
         "mgr:mc-greedy": Config(
-            "skmcal", "mc", {"loss": "mgr", "model": "spectral"}, MULTI, {"batch": "greedy"}
+            "skmcal", "mc", SPECTRAL_MGR, MULTI, {"batch": "greedy"}
         ),
         **{
             f"ce:{s}-greedy": Config("skmcal", s, SPECTRAL_CE, options={"batch": "greedy"})
