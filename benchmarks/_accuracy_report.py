@@ -196,7 +196,7 @@ def plot(name: str, stats: dict, configs: dict, path: Path) -> None:
         gridspec_kw={"height_ratios": [4.4, 3.2]},
     )  # fmt: skip
     axes, below = grid
-    handles = {}
+    handles, lowest = {}, 1.0
     for ax, low_ax, (strategy, title) in zip(axes, below, PANELS.items(), strict=True):
         for m in _order(stats, configs):
             model, _, suffix = m.partition(":")
@@ -221,7 +221,9 @@ def plot(name: str, stats: dict, configs: dict, path: Path) -> None:
             handles.setdefault(label, line)
             error = 1.0 - mean[tail]
             if np.isfinite(error).all():
-                low_ax.plot(x[tail], np.maximum(error, ERROR_FLOOR), **kw)
+                error = np.maximum(error, ERROR_FLOOR)
+                lowest = min(lowest, error.min())
+                low_ax.plot(x[tail], error, **kw)
         for a in (ax, low_ax):
             a.set_xscale("log")
             a.minorticks_off()
@@ -234,7 +236,7 @@ def plot(name: str, stats: dict, configs: dict, path: Path) -> None:
         low_ax.set_yscale("log")
     axes[0].set_ylabel("accuracy on the unlabeled nodes")
     below[0].set_ylabel(f"error (1 - accuracy), from {ERROR_FROM} labels")
-    below[0].set_ylim(bottom=ERROR_FLOOR / 1.5)
+    below[0].set_ylim(bottom=lowest / 1.5)
     finite = [s["acc"].mean(axis=0) for s in stats.values() if np.isfinite(s["acc"]).all()]
     low = min((mean.min() for mean in finite), default=0.0)
     axes[0].set_ylim(max(0.0, low - 0.02), 1.0)
