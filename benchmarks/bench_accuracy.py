@@ -89,8 +89,10 @@ MULTI, BINARY = "multiclass", "binary"
 #: The default before loss="auto", model="auto" and kernel="auto" (the ``spectral-ce*``
 #: rows): spectral ce on the Gaussian graph.
 SPECTRAL_CE = {"loss": "ce", "model": "spectral", "kernel": "gaussian"}
-#: The spectral model with mgr (the ``mgr:*`` rows), on the data set's graph.
+#: The spectral model with mgr and with ce on the data set's graph (the ``mgr:*`` and
+#: ``ce:*`` rows; Samson's is its cosine graph, which SPECTRAL_CE's kernel would override).
 SPECTRAL_MGR = {"loss": "mgr", "model": "spectral"}
+SPECTRAL_CE_DATA = {"loss": "ce", "model": "spectral"}
 STRATEGIES = ("mc", "vopt", "sopt", "unc", "rand")
 #: The methods. skmcal: SpectralGraphClassifier(nodes=pool, **params) on the data set's graph.
 CONFIGS: dict[str, Config] = {
@@ -188,14 +190,14 @@ CONFIGS: dict[str, Config] = {
         for s in STRATEGIES
     },
     # ce takes two classes as well as more.
-    **{f"ce:{s}": Config("skmcal", s, SPECTRAL_CE) for s in STRATEGIES},
+    **{f"ce:{s}": Config("skmcal", s, SPECTRAL_CE_DATA) for s in STRATEGIES},
     # Greedy batches (each pick updates the posterior with its pseudo-label before the next).
     **{
         "mgr:mc-greedy": Config(
             "skmcal", "mc", SPECTRAL_MGR, MULTI, {"batch": "greedy"}
         ),
         **{
-            f"ce:{s}-greedy": Config("skmcal", s, SPECTRAL_CE, options={"batch": "greedy"})
+            f"ce:{s}-greedy": Config("skmcal", s, SPECTRAL_CE_DATA, options={"batch": "greedy"})
             for s in ("mc", "vopt", "sopt", "unc")
         },
     },

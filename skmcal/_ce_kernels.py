@@ -14,8 +14,7 @@ forms (about 1e-5 relative); exact values keep the numpy path. Without numba,
 the kernels are None and the numpy path scores. Measured at 100,000
 candidates, 10 classes, one core: the solves and values about 40 ms against
 135 ms for the numpy path (``benchmarks/results/bench_scale_1m_ce.md``).
-Besides: the latent values and softmax excesses of the first bound
-(:func:`latent_kernel`), the values from the steps and ``D_k' D_k``
+Besides: the values from the steps and ``D_k' D_k``
 (:func:`step_values_kernel`), the products ``v_m v_m'``
 (:func:`products_kernel`) and the bounds of
 :class:`skmcal.softmax.ChangeSplit` (:func:`split_kernels`).
@@ -365,49 +364,6 @@ def split_kernels():
             out[k] = np.sqrt(acc[k])
 
     return before, after
-
-
-@functools.lru_cache(maxsize=1)
-def latent_kernel():
-    """The compiled latent values and softmax excesses of many nodes, or None without numba.
-
-    ``kernel(eigenvectors, nodes, coef_t, gamma, out)``: ``eigenvectors``
-    ``(n_nodes, M)``, ``nodes`` ``(K,)`` row indices, ``coef_t`` the
-    coefficients ``(n_c, M)``; writes into ``out`` (``(n_c + 1, K)``, float64)
-    the latent values ``u_k = coef' v_k`` (rows ``0 .. n_c - 1``) and ``1 /
-    pi_j - 1 = sum_c exp((u_c - u_j) / gamma) - 1``, ``j`` the first argmax
-    (row ``n_c``). One pass over the nodes' rows, in double precision: no
-    gathered copy of the rows, no temporaries of the softmax (in numpy, at
-    100,000 candidates, 10 classes: a gather, a skinny product and four passes
-    over ``(K, n_c)`` arrays, about twice as long on one core). The dot
-    products may be summed in another order than a BLAS's (within rounding).
-    """
-    try:
-        import numba
-    except ImportError:
-        return None
-
-    @numba.njit(nogil=True, cache=True, fastmath={"reassoc", "contract"})
-    def kernel(eigenvectors, nodes, coef_t, gamma, out):  # pragma: no cover - compiled
-        n_c, M = coef_t.shape
-        scale = 1.0 / gamma
-        for k in range(nodes.size):
-            row = eigenvectors[nodes[k]]
-            top = -np.inf
-            for c in range(n_c):
-                weights = coef_t[c]
-                acc = 0.0
-                for m in range(M):
-                    acc += row[m] * weights[m]
-                out[c, k] = acc
-                if acc > top or c == 0:
-                    top = acc
-            total = 0.0
-            for c in range(n_c):
-                total += np.exp((out[c, k] - top) * scale)
-            out[n_c, k] = total - 1.0
-
-    return kernel
 
 
 @functools.lru_cache(maxsize=1)

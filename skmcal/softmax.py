@@ -50,7 +50,6 @@ from scipy.linalg import lapack
 from scipy.sparse.linalg import ArpackError, eigsh
 
 from ._ce_kernels import (
-    latent_kernel,
     model_change_kernel,
     products_kernel,
     split_kernels,
@@ -398,13 +397,13 @@ class SoftmaxPosterior(LaplacePosterior):
         coefficients = source if part is None else source[part * T : (part + 1) * T]
         return self._packed_forms(V, coefficients, products_kernel())
 
-    def _kernel_steps(self, kernel, latent, G):
+    def _kernel_steps(self, kernel, U, G):
         """The steps ``R_k`` (``(d, K)``) and ``g^2 R_k' G_k R_k`` (``(K,)``) of nodes with
-        latent values ``latent`` (``(n_c, K)``) from their packed ``G_k`` by the compiled
+        latent values ``U`` (``(K, n_c)``) from their packed ``G_k`` by the compiled
         ``kernel``, float32."""
-        latent = np.ascontiguousarray(latent)
-        steps = np.empty((self.n_classes - 1, latent.shape[1]), np.float32)
-        quadratic = np.empty(latent.shape[1], np.float32)
+        latent = np.ascontiguousarray(U.T)
+        steps = np.empty((self.n_classes - 1, U.shape[0]), np.float32)
+        quadratic = np.empty(U.shape[0], np.float32)
         kernel(G, latent, zero_sum_basis(self.n_classes), self.gamma, steps, quadratic)
         return steps, quadratic
 
@@ -420,7 +419,7 @@ class SoftmaxPosterior(LaplacePosterior):
         V = self.eigenvectors[nodes]
         forms = self._packed(nodes, V, source)
         T = forms.shape[0] // 2
-        steps, _ = self._kernel_steps(kernel, self._screening_latent(nodes, V), forms[:T])
+        steps, _ = self._kernel_steps(kernel, self.latent(nodes, V), forms[:T])
         return self._step_values(forms[T:], steps)
 
     def _kernel_bounds(self, kernel, nodes, source, split, floor):
@@ -429,15 +428,15 @@ class SoftmaxPosterior(LaplacePosterior):
         the steps reaches ``floor`` (the others: zeros and ``-inf``)."""
         before, after = split_kernels()
         V = self.eigenvectors[nodes]
-        latent = self._screening_latent(nodes, V)
+        U = self.latent(nodes, V)
         projections = split.projections(np.ascontiguousarray(V.T, dtype=np.float32))
         early = np.empty(nodes.size, np.float32)
-        before(projections, latent, self.gamma, split.rest, split.weights, early)
+        before(projections, np.ascontiguousarray(U.T), self.gamma, split.rest, split.weights, early)
         chosen = np.flatnonzero(early >= floor)
         out = np.zeros((self.n_classes, nodes.size), np.float32)
         out[-1] = -np.inf
         G = self._packed(nodes[chosen], V[chosen], source, 0)
-        steps, quadratic = self._kernel_steps(kernel, latent[:, chosen], G)
+        steps, quadratic = self._kernel_steps(kernel, U[chosen], G)
         out[:-1, chosen] = steps
         basis = zero_sum_basis(self.n_classes)
         bounds = np.empty(chosen.size, np.float32)
@@ -464,24 +463,6 @@ class SoftmaxPosterior(LaplacePosterior):
         values[keep] = self._in_pieces(kept_values, keep, KERNEL_CHUNK)
         return values
 
-    @functools.cached_property
-    def _latent_memo(self):
-        """The latent values :meth:`change_bound` computed last, for the screening that
-        follows it: ``"nodes"`` (sorted), ``"at"`` (their positions in the call) and
-        ``"latent"`` (``(n_c, K)``, the call's order)."""
-        return {}
-
-    def _screening_latent(self, nodes, V):
-        """The latent values of ``nodes`` (eigenvector rows ``V``), ``(n_c, K)`` C-ordered:
-        from :attr:`_latent_memo` where it holds every node, else computed."""
-        memo = self._latent_memo
-        known = memo.get("nodes")
-        if known is not None and known.size and nodes.size:
-            at = np.minimum(np.searchsorted(known, nodes), known.size - 1)
-            if np.array_equal(known[at], nodes):
-                return np.ascontiguousarray(memo["latent"][:, memo["at"][at]])
-        return np.ascontiguousarray(self.latent(nodes, V).T)
-
     # ------------------------------------------------------------ protocol
     def kept_for(self, nodes) -> bool:
         return self.forms is not None and self.forms.covers(nodes)
@@ -496,9 +477,9 @@ class SoftmaxPosterior(LaplacePosterior):
         subspace to itself, as the covariances of every fit and look-ahead do.
         That value by Lanczos on ``C~`` (or the leading eigenvalue of
         :attr:`_change_split` where it is computed already: of ``C~`` or of the
-        pencil), raised by :data:`SCALE_MARGIN` until ``lambda C~ - Y Y'`` has
-        a Cholesky factor (the proof that it bounds), else the pencil's
-        eigenvalue (``eigh``).
+        pencil, no second Lanczos), raised by :data:`SCALE_MARGIN` until
+        ``lambda C~ - Y Y'`` has a Cholesky factor (the proof that it bounds),
+        else the pencil's eigenvalue (``eigh``).
         """
         projected, square = self._zero_sum_blocks
         split = self.__dict__.get("_change_split")  # computed already: its leading eigenvalue
@@ -578,23 +559,12 @@ class SoftmaxPosterior(LaplacePosterior):
         :attr:`_change_scale`: ``D_k' D_k <= lambda g^2 G_k`` and, with ``H =
         B^1/2 G_k B^1/2`` and ``pi - e_j = -B e_j / pi_j``, ``g^2 R_k' G_k R_k
         = w' (I + H)^-1 H (I + H)^-1 w <= ||w||^2 / 4`` for ``w = B^1/2 e_j /
-        pi_j``, ``||w||^2 = 1 / pi_j - 1``. Needs only the latent values,
-        computed in one pass (:func:`skmcal._ce_kernels.latent_kernel`) and
-        kept for the screening that follows (:meth:`_screening_latent`).
+        pi_j``, ``||w||^2 = 1 / pi_j - 1``. Needs only the latent values.
         """
 
-        compiled = latent_kernel() if self.base is None else None
-        coef_t = np.ascontiguousarray(self.coef.T)
-
-        def latent_excess(piece):  # (n_c + 1, K): the latent values, then 1 / pi_j - 1
-            if compiled is not None:
-                out = np.empty((self.n_classes + 1, piece.size))
-                compiled(self.eigenvectors, piece, coef_t, self.gamma, out)
-                return out
-            U = self.latent(piece)
-            Z = U / self.gamma
-            excess = np.exp(Z - Z.max(axis=1, keepdims=True)).sum(axis=1) - 1.0
-            return np.vstack([U.T, excess])
+        def excess(piece):  # 1 / pi_j - 1
+            Z = self.latent(piece) / self.gamma
+            return np.exp(Z - Z.max(axis=1, keepdims=True)).sum(axis=1) - 1.0
 
         nodes = np.asarray(nodes, dtype=np.intp)
 
@@ -606,10 +576,7 @@ class SoftmaxPosterior(LaplacePosterior):
 
         with ThreadPoolExecutor(max_workers=1) as background:
             scale = background.submit(ahead)
-            both = self._in_pieces(latent_excess, nodes, SCORE_CHUNK)
-        order = np.argsort(nodes, kind="stable")
-        self._latent_memo.update(nodes=nodes[order], at=order, latent=both[:-1])
-        excesses = both[-1]
+            excesses = self._in_pieces(excess, nodes, SCORE_CHUNK)
         if scale.result() is None:
             return None
         return np.sqrt(scale.result() * excesses / 4.0)

@@ -195,38 +195,6 @@ def test_the_scale_from_the_split_of_a_mixing_covariance_bounds(seed):
     assert mixed._change_scale > np.linalg.eigvalsh(dense_zero_sum_covariance(mixed))[-1]
 
 
-@pytest.mark.parametrize(("n_classes", "seed"), FAST_SETUPS)
-def test_the_bound_computes_the_latent_values_of_the_screening(n_classes, seed, monkeypatch):
-    """change_bound keeps the latent values of its nodes; the screening reads them (any
-    order, any subset) and computes those of other nodes; compiled and numpy agree."""
-    _clf, bf, view = ce_many_classes(n_classes, seed)
-    nodes = bf.unlabeled[::-1]  # not sorted
-    bounds = {}
-    for compiled in (True, False):
-        if not compiled:
-            monkeypatch.setattr(softmax, "latent_kernel", lambda: None)
-        fresh = replace(view)
-        bounds[compiled] = fresh.change_bound(nodes)
-        for some in (nodes[::2], np.sort(nodes[[3, 0, 5]]), nodes):
-            held = fresh._screening_latent(some, fresh.eigenvectors[some])
-            assert held.flags.c_contiguous and held.shape == (n_classes, some.size)
-            np.testing.assert_allclose(held, view.latent(some).T, rtol=1e-12, atol=1e-15)
-        # read from the memo: changed there, changed in what the screening gets
-        fresh._latent_memo["latent"] = fresh._latent_memo["latent"] + 1.0
-        some = nodes[:4]
-        np.testing.assert_allclose(
-            fresh._screening_latent(some, fresh.eigenvectors[some]), view.latent(some).T + 1.0
-        )
-        # a node the bound was not asked about: computed
-        mixed = np.concatenate([bf.labeled[:1], some])
-        np.testing.assert_allclose(
-            fresh._screening_latent(mixed, fresh.eigenvectors[mixed]), view.latent(mixed).T
-        )
-    np.testing.assert_allclose(bounds[True], bounds[False], rtol=1e-12)
-    exact = np.array([bf.model_change(k) for k in nodes])
-    assert np.all(bounds[True] >= exact * (1.0 - 1e-12))
-
-
 def test_no_change_bound_without_a_positive_definite_covariance():
     _clf, bf, view = ce_many_classes(3, 0)
     singular = replace(view, cov=np.zeros_like(view.cov))
@@ -299,7 +267,7 @@ def split_bounds(view, nodes):
     early = np.empty(nodes.size, np.float32)
     before(projections, np.ascontiguousarray(U.T), view.gamma, split.rest, split.weights, early)
     G = view._packed(nodes, V, view._coefficients[1], 0)
-    steps, quadratic = view._kernel_steps(softmax.model_change_kernel(), U.T, G)
+    steps, quadratic = view._kernel_steps(softmax.model_change_kernel(), U, G)
     late = np.empty(nodes.size, np.float32)
     basis = zero_sum_basis(view.n_classes)
     positions = np.arange(nodes.size)
