@@ -774,6 +774,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         cap = np.median(graph.eigenvalues)
         return [t for t in DEFAULT_TAUS if t**2 <= cap] or list(DEFAULT_TAUS[:1])
 
+    def _cached_graph(self, nodes, params):
+        """The graph of ``params`` over ``nodes`` from the graph cache (built there if new),
+        with this estimator's ``memory``, ``verbose`` and ``cache``."""
+        return GRAPH_CACHE.get_or_build(
+            nodes, params, memory=self.memory, verbose=self.verbose, keep=self.cache
+        )
+
     def _chooses_kernel(self, n_nodes):
         """Whether this fit chooses its kernel: ``kernel="auto"``, exact neighbours (a
         ``neighbors`` estimator has its own metric) and at most
@@ -848,9 +855,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             with warnings.catch_warnings():  # clipped n_neighbors: warned for the first graph
                 warnings.simplefilter("ignore")
                 params = self._graph_params(nodes.n_nodes, kernel)
-            return GRAPH_CACHE.get_or_build(
-                nodes, params, memory=self.memory, verbose=self.verbose, keep=self.cache
-            )
+            return self._cached_graph(nodes, params)
 
         key = (graph.params.key(nodes.digest), n_classes)
         last = getattr(self, "_kernel_choice", None)
@@ -995,10 +1000,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         if loss_name != self.loss:
             _check_tau_gamma(loss_name, *self._tau_gamma())
         loss = LOSSES[loss_name]
-        params = self._graph_params(nodes.n_nodes)
-        graph = GRAPH_CACHE.get_or_build(
-            nodes, params, memory=self.memory, verbose=self.verbose, keep=self.cache
-        )
+        graph = self._cached_graph(nodes, self._graph_params(nodes.n_nodes))
+
         def signature_on(g):  # warm start only where the previous fit used this graph content
             return (
                 g.params.key(nodes.digest), model, loss_name, tuple(classes.tolist()),
