@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from numbers import Integral
 
@@ -24,6 +25,11 @@ from threadpoolctl import ThreadpoolController
 _LIMIT: dict[str, int | None] = {"blas": 1}
 # The BLAS pools' size where this thread entered its outermost small_algebra.
 _OUTSIDE = threading.local()
+# The kept thread pools by size (:func:`thread_pool`); a forked child has none of their threads.
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+_IN_POOL = threading.local()
+os.register_at_fork(after_in_child=_POOLS.clear)
 
 
 def set_blas_threads(n_threads: int | None) -> int | None:
@@ -102,6 +108,29 @@ def small_algebra():
     finally:
         if outermost:
             _OUTSIDE.size = None
+
+
+def thread_pool(workers: int) -> ThreadPoolExecutor | None:
+    """This process's pool of ``workers`` threads, created at its first use and kept; None
+    in one of its threads (a piece that splits again runs its parts itself: no thread
+    waits for its own pool).
+
+    Scoring runs a few pools per query; starting their threads each time took
+    about 0.6 ms a pool. A child forked from this process starts new pools.
+    """
+    if getattr(_IN_POOL, "inside", False):
+        return None
+    with _POOLS_LOCK:
+        pool = _POOLS.get(workers)
+        if pool is None:
+            pool = _POOLS[workers] = ThreadPoolExecutor(
+                max_workers=workers, thread_name_prefix="skmcal", initializer=_mark_pool_thread
+            )
+        return pool
+
+
+def _mark_pool_thread():
+    _IN_POOL.inside = True
 
 
 def with_small_algebra(function):

@@ -70,14 +70,14 @@ class ``c``).
 from __future__ import annotations
 
 import functools
-from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from ._threads import scoring_threads, small_algebra, with_small_algebra
+from ._threads import scoring_threads, small_algebra, thread_pool, with_small_algebra
 
 # ------------------------------------------------------------ dense algebra
 # Cholesky through LAPACK (dpotrf / dpotrs / dpotri). Fits run with one BLAS
@@ -275,6 +275,16 @@ class LaplacePosterior:
         """Cheap upper bounds of the model-change values of ``nodes``, or None (none known)."""
         return None
 
+    def change_bound_ahead(self, n_nodes):
+        """Context manager: the set-up that :meth:`change_bound` of about ``n_nodes``
+        nodes needs runs in a background thread meanwhile (none here).
+
+        A query enters it, inside :func:`~skmcal._threads.small_algebra`, before it
+        draws its candidates; :meth:`change_bound` waits for the set-up, and so
+        does the exit.
+        """
+        return nullcontext()
+
     def cov_at(self, rows):
         """Covariance of the latent values at eigenvector rows ``rows`` (``(n, M)``)."""
         raise NotImplementedError
@@ -312,12 +322,12 @@ class LaplacePosterior:
         # no nodes: one empty piece, so that the result has the function's shape
         pieces = [nodes[start : start + chunk] for start in range(0, nodes.size, chunk)] or [nodes]
         workers = min(len(pieces), scoring_threads(self.n_threads))
+        pool = thread_pool(workers) if workers > 1 else None
         with small_algebra():
-            if workers <= 1:
+            if pool is None:
                 parts = [function(piece) for piece in pieces]
             else:
-                with ThreadPoolExecutor(max_workers=workers) as pool:
-                    parts = list(pool.map(function, pieces))
+                parts = list(pool.map(function, pieces))
         return np.concatenate(parts, axis=-1)
 
     def look_ahead(self, node):

@@ -49,6 +49,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from . import acquisition, selection
+from ._threads import small_algebra
 from .selection import BATCH_MODES, local_max_batch
 
 __all__ = [
@@ -119,32 +120,32 @@ def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_st
     rng = check_random_state(random_state)
     pool_nodes = selection.pool_nodes(clf, X_pool)
     labeled = clf.node_set_.first_equal[clf.labeled_nodes_]
-    rows = selection.candidate_rows(pool_nodes, labeled, candidates, n_instances, rng)
     posterior = clf.posterior_
     screened = score_fn in _SCREENED
-    if screened and batch == "greedy" and n_instances > 1:
-        posterior = posterior.prepare(pool_nodes[rows])
-    if screened:
-        # Only the best value of each greedy step, or the n_instances best, must be
-        # exact; LocalMax compares every candidate with its neighbours: all exact.
-        top = {"topk": n_instances, "greedy": 1, "localmax": None}[batch] if n_instances > 1 else 1
-
-        def score(posterior, nodes):
-            return score_fn(posterior, nodes, top=top)
-
-    else:
+    greedy = batch == "greedy" and n_instances > 1
+    expected = 0  # candidates whose change bounds will be asked for: set up meanwhile
+    if score_fn is acquisition.model_change and not greedy:
+        expected = selection.expected_candidates(candidates, pool_nodes.size, labeled.size)
+        expected = expected if expected > max(acquisition.PROBE, n_instances) else 0
+    # small_algebra first: the set-up in the background runs inside it
+    with small_algebra(), posterior.change_bound_ahead(expected):
+        rows = selection.candidate_rows(pool_nodes, labeled, candidates, n_instances, rng)
+        if screened and greedy:
+            posterior = posterior.prepare(pool_nodes[rows])
         score = score_fn
-    return selection.choose(
-        posterior,
-        score,
-        acquisition.look_ahead,
-        pool_nodes,
-        rows,
-        n_instances,
-        batch,
-        rng,
-        clf.graph_.weights,
-    )
+        if screened:
+            # Only the best value of each greedy step, or the n_instances best, must be
+            # exact; LocalMax compares every candidate with its neighbours: all exact.
+            top = {"topk": n_instances, "greedy": 1, "localmax": None}[batch]
+            top = top if n_instances > 1 else 1
+
+            def score(posterior, nodes):
+                return score_fn(posterior, nodes, top=top)
+
+        return selection.choose(
+            posterior, score, acquisition.look_ahead, pool_nodes, rows, n_instances,
+            batch, rng, clf.graph_.weights,
+        )  # fmt: skip
 
 
 @_shared_parameters

@@ -240,6 +240,21 @@ def top_positions(scores, k, key=None) -> np.ndarray:
     return keep[np.lexsort((key[keep], negated[keep]))[:k]]
 
 
+def expected_candidates(candidates, n_rows: int, n_labeled: int) -> int:
+    """About how many rows :func:`candidate_rows` will return for ``candidates`` among
+    ``n_rows`` rows of which ``n_labeled`` are labeled (equal rows counted apart), before
+    it draws them."""
+    candidates = check_candidates(candidates)
+    n_unlabeled = max(n_rows - n_labeled, 0)
+    if candidates is None:
+        return n_unlabeled
+    if isinstance(candidates, np.ndarray):
+        return min(candidates.size, n_unlabeled)
+    if isinstance(candidates, Integral):
+        return min(int(candidates), n_unlabeled)
+    return int(np.ceil(candidates * n_unlabeled))
+
+
 def candidate_rows(pool_nodes, labeled_nodes, candidates, n_instances, rng) -> np.ndarray:
     """Rows of ``X_pool`` to score: unlabeled, one per node, then subsampled as asked.
 

@@ -41,7 +41,8 @@ What makes it fast (all of it inside this module):
 from __future__ import annotations
 
 import functools
-from concurrent.futures import ThreadPoolExecutor
+from concurrent import futures
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -55,7 +56,7 @@ from ._ce_kernels import (
     split_kernels,
     step_values_kernel,
 )
-from ._threads import small_algebra, with_small_algebra
+from ._threads import small_algebra, thread_pool, with_small_algebra
 from .posterior import (
     SCORE_CHUNK,
     LaplacePosterior,
@@ -148,6 +149,21 @@ class KeptForms:
         :meth:`SoftmaxPosterior._packed_forms`)."""
         rows, cols = np.triu_indices(self.G.shape[0])
         return np.vstack([form[rows, cols] for form in self.take(nodes)])
+
+
+def _in_background(setup, n_nodes, started=None):
+    """``(n_nodes >= SPLIT_MIN, future)``: ``setup(n_nodes, started)`` on this process's
+    one-thread pool (run here, done, inside a pool's thread)."""
+    pool = thread_pool(1)
+    if pool is None:
+        future = futures.Future()
+        try:
+            future.set_result(setup(n_nodes, started))
+        except Exception as error:  # raised by result(), as from a thread
+            future.set_exception(error)
+    else:
+        future = pool.submit(setup, n_nodes, started)
+    return n_nodes >= SPLIT_MIN, future
 
 
 @dataclass(frozen=True, eq=False)
@@ -567,19 +583,35 @@ class SoftmaxPosterior(LaplacePosterior):
             return np.exp(Z - Z.max(axis=1, keepdims=True)).sum(axis=1) - 1.0
 
         nodes = np.asarray(nodes, dtype=np.intp)
+        started = self.__dict__.get("_bound_started")
+        if started is None or (nodes.size >= SPLIT_MIN) > started[0]:
+            started = _in_background(self._bound_setup, nodes.size, started)
+        excesses = self._in_pieces(excess, nodes, SCORE_CHUNK)
+        scale = started[1].result()
+        return None if scale is None else np.sqrt(scale * excesses / 4.0)
 
-        def ahead():  # what the screening that follows needs (cached properties), and lambda
-            _ = self._coefficients
-            if nodes.size >= SPLIT_MIN:
-                _ = self._change_split
-            return self._change_scale
+    def _bound_setup(self, n_nodes, started=None):
+        """What the screening of ``n_nodes`` candidates needs (cached properties): the
+        form coefficients, the split from :data:`SPLIT_MIN` nodes, and the scale of
+        :meth:`change_bound`, returned. ``started``: a set-up begun earlier, waited for."""
+        if started is not None:
+            started[1].exception()  # wait; a failure is raised again below
+        _ = self._coefficients
+        if n_nodes >= SPLIT_MIN:
+            _ = self._change_split
+        return self._change_scale
 
-        with ThreadPoolExecutor(max_workers=1) as background:
-            scale = background.submit(ahead)
-            excesses = self._in_pieces(excess, nodes, SCORE_CHUNK)
-        if scale.result() is None:
-            return None
-        return np.sqrt(scale.result() * excesses / 4.0)
+    @contextmanager
+    def change_bound_ahead(self, n_nodes):
+        if n_nodes <= 0 or "_bound_started" in self.__dict__:  # none, or an outer context's
+            yield
+            return
+        started = self.__dict__["_bound_started"] = _in_background(self._bound_setup, n_nodes)
+        try:
+            yield
+        finally:
+            futures.wait([started[1]])
+            del self.__dict__["_bound_started"]  # the results stay, in the cached properties
 
     @with_small_algebra  # the coefficients too: no idle BLAS threads spinning
     def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None, floor=None):

@@ -9,7 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from skmcal.selection import candidate_rows, check_candidates, choose, top_positions
+from skmcal.selection import (
+    candidate_rows,
+    check_candidates,
+    choose,
+    expected_candidates,
+    top_positions,
+)
 
 
 @pytest.mark.parametrize("value", [None, 0.1, 1.0, 1, 50, np.float64(0.5), np.int64(3)])
@@ -49,6 +55,20 @@ def test_candidate_rows_skip_labeled_nodes_and_repeated_rows():
     assert candidate_rows(pool_nodes, np.array([4]), 0.1, 3, rng).size == 3  # >= n_instances
     with pytest.raises(ValueError, match="n_instances=5 exceeds the 4 unlabeled"):
         candidate_rows(pool_nodes, np.array([4]), None, 5, rng)
+
+
+@pytest.mark.parametrize("candidates", [None, 0.25, 0.999, 7, 10**6, np.arange(0, 900, 3)])
+def test_expected_candidates_is_the_count_that_candidate_rows_draws(candidates):
+    """On a pool of distinct rows, the estimate before the draw is the draw's size."""
+    rng = np.random.RandomState(0)
+    labeled = rng.choice(1000, 40, replace=False)
+    rows = candidate_rows(np.arange(1000), labeled, candidates, 1, rng)
+    if isinstance(candidates, np.ndarray):  # the labeled rows among them are dropped
+        assert expected_candidates(candidates, 1000, 40) >= rows.size
+    else:
+        assert expected_candidates(candidates, 1000, 40) == rows.size
+    with pytest.raises(ValueError, match="fraction in"):
+        expected_candidates(1.5, 1000, 40)
 
 
 def test_choose_topk_and_greedy_with_an_advancing_state():

@@ -9,6 +9,7 @@ each other and the brute-force look-ahead of ``tests/_oracle.py``
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 
 import numpy as np
@@ -420,3 +421,58 @@ def test_compiled_products_equal_numpy_products():
     coefficients = view._coefficients[1]
     compiled = view._packed_forms(V, coefficients, softmax.products_kernel())
     np.testing.assert_array_equal(compiled, view._packed_forms(V, coefficients))
+
+
+def test_a_query_sets_the_bounds_up_while_it_draws_its_candidates(monkeypatch):
+    """model_change starts change_bound's set-up (the form coefficients, the split, the
+    scale) in the background before it draws the candidates; it picks what a query
+    without the early start picks, and leaves nothing running or unpicklable behind."""
+    import pickle
+
+    from skmcal import selection
+    from skmcal.query import model_change
+
+    every_fast_path(monkeypatch)
+    clf, _bf, _view = ce_many_classes(10, 0)
+    seen = []
+    draw = selection.candidate_rows
+
+    def spied(*args, **kwargs):
+        started = clf.posterior_.__dict__.get("_bound_started")
+        seen.append(started is not None and started[0])  # split asked for (SPLIT_MIN 0)
+        return draw(*args, **kwargs)
+
+    monkeypatch.setattr(selection, "candidate_rows", spied)
+    early = model_change(clf, clf.node_set_, n_instances=3, batch="topk", random_state=0)
+    assert seen == [True]
+    state = clf.posterior_.__dict__
+    assert "_bound_started" not in state and "_change_split" in state and "_coefficients" in state
+    pickle.dumps(clf)
+
+    clf, _bf, _view = ce_many_classes(10, 0)  # a fresh posterior, no early start
+    monkeypatch.setattr(
+        softmax.SoftmaxPosterior, "change_bound_ahead", lambda self, n: contextlib.nullcontext()
+    )
+    late = model_change(clf, clf.node_set_, n_instances=3, batch="topk", random_state=0)
+    assert seen == [True, False]
+    np.testing.assert_array_equal(early[0], late[0])
+    np.testing.assert_array_equal(early[1], late[1])
+
+
+def test_change_bound_after_an_early_start_for_fewer_nodes_adds_the_split(monkeypatch):
+    """A set-up started for fewer than SPLIT_MIN nodes, then bounds of more: the split is
+    computed after it (waited for), and the bounds equal those of a cold posterior."""
+    _clf, bf, view = ce_many_classes(3, 1)
+    nodes = bf.unlabeled
+    monkeypatch.setattr(softmax, "SPLIT_MIN", nodes.size)
+    cold = replace(view).change_bound(nodes)
+    warm = replace(view)
+    with warm.change_bound_ahead(nodes.size - 1):
+        assert warm.__dict__["_bound_started"][0] is False
+        bound = warm.change_bound(nodes)
+        assert "_change_split" in warm.__dict__
+    assert "_bound_started" not in warm.__dict__
+    exact = np.array([bf.model_change(k) for k in nodes])
+    assert np.all(bound >= exact * (1.0 - 1e-12))
+    # the scale by Lanczos (before the split) or from the split: equal within Lanczos' tolerance
+    np.testing.assert_allclose(bound, cold, rtol=1e-5)

@@ -57,6 +57,25 @@ def test_scoring_threads_follow_the_blas_pools_unless_given():
     assert scoring_threads(None) == max(1, min([os.cpu_count() or 1, *blas]))
 
 
+def test_thread_pools_are_kept_none_inside_them_and_new_after_a_fork():
+    from skmcal._threads import thread_pool
+
+    pool = thread_pool(2)
+    assert thread_pool(2) is pool and thread_pool(3) is not pool
+    assert pool.submit(thread_pool, 2).result(timeout=10) is None  # no pool waits on itself
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork here")
+    child = os.fork()
+    if child == 0:  # the child: the parent's pool threads are gone, a new pool runs
+        ok = False
+        try:
+            ok = thread_pool(2) is not pool and thread_pool(2).submit(int, "7").result(10) == 7
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 @pytest.mark.parametrize("loss", ["mgr", "ce"])
 def test_query_scoring_runs_on_the_free_pools_threads(loss, monkeypatch):
     """The strategies size their scoring threads outside small_algebra's one-thread
