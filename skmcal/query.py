@@ -43,6 +43,7 @@ random_state : int, RandomState instance or None, default=None
 from __future__ import annotations
 
 import textwrap
+from contextlib import nullcontext
 from numbers import Integral
 
 import numpy as np
@@ -127,8 +128,8 @@ def _select(score_fn, learner, X_pool, n_instances, candidates, batch, random_st
     if score_fn is acquisition.model_change and not greedy:
         expected = selection.expected_candidates(candidates, pool_nodes.size, labeled.size)
         expected = expected if expected > max(acquisition.PROBE, n_instances) else 0
-    # small_algebra first: the set-up in the background runs inside it
-    with small_algebra(), posterior.change_bound_ahead(expected):
+    # small_algebra first, where a set-up starts: it runs inside it in the background
+    with small_algebra() if expected else nullcontext(), posterior.change_bound_ahead(expected):
         rows = selection.candidate_rows(pool_nodes, labeled, candidates, n_instances, rng)
         if screened and greedy:
             posterior = posterior.prepare(pool_nodes[rows])

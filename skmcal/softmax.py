@@ -611,7 +611,7 @@ class SoftmaxPosterior(LaplacePosterior):
             yield
         finally:
             futures.wait([started[1]])
-            del self.__dict__["_bound_started"]  # the results stay, in the cached properties
+            self.__dict__.pop("_bound_started", None)  # the results stay, cached
 
     @with_small_algebra  # the coefficients too: no idle BLAS threads spinning
     def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None, floor=None):

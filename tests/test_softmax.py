@@ -476,3 +476,24 @@ def test_change_bound_after_an_early_start_for_fewer_nodes_adds_the_split(monkey
     assert np.all(bound >= exact * (1.0 - 1e-12))
     # the scale by Lanczos (before the split) or from the split: equal within Lanczos' tolerance
     np.testing.assert_allclose(bound, cold, rtol=1e-5)
+
+
+def test_queries_of_one_posterior_from_several_threads_with_the_early_start(monkeypatch):
+    """Threads that query one fitted classifier at once share its posterior's set-up:
+    each gets the serial picks, and none is left running."""
+    from skmcal.query import model_change
+
+    from _oracle import run_concurrently
+
+    every_fast_path(monkeypatch)
+    clf = ce_many_classes(10, 0)[0]
+    serial = model_change(clf, clf.node_set_, n_instances=3, batch="topk", random_state=0)
+    clf = ce_many_classes(10, 0)[0]  # a fresh posterior: nothing set up yet
+    results = run_concurrently(
+        lambda i: model_change(clf, clf.node_set_, n_instances=3, batch="topk", random_state=0),
+        4,
+    )
+    for indices, scores in results:
+        np.testing.assert_array_equal(indices, serial[0])
+        np.testing.assert_array_equal(scores, serial[1])
+    assert "_bound_started" not in clf.posterior_.__dict__
