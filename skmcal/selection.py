@@ -246,10 +246,17 @@ def expected_candidates(candidates, n_rows: int, n_labeled: int) -> int:
     it draws them."""
     candidates = check_candidates(candidates)
     n_unlabeled = max(n_rows - n_labeled, 0)
-    if candidates is None:
-        return n_unlabeled
     if isinstance(candidates, np.ndarray):
         return min(candidates.size, n_unlabeled)
+    return _subset_size(candidates, n_unlabeled)
+
+
+def _subset_size(candidates, n_unlabeled: int) -> int:
+    """Rows asked for by ``candidates`` None (all), an int (that many) or a fraction, among
+    ``n_unlabeled`` unlabeled rows (before :func:`candidate_rows` raises it to
+    ``n_instances``)."""
+    if candidates is None:
+        return n_unlabeled
     if isinstance(candidates, Integral):
         return min(int(candidates), n_unlabeled)
     return int(np.ceil(candidates * n_unlabeled))
@@ -292,13 +299,7 @@ def candidate_rows(pool_nodes, labeled_nodes, candidates, n_instances, rng) -> n
         rows = np.sort(rows[np.unique(pool_nodes[rows], return_index=True)[1]])
     else:
         n_unlabeled = index.n_first - index.n_labeled_held(labeled_nodes)
-        if candidates is None:
-            size = n_unlabeled
-        elif isinstance(candidates, Integral):
-            size = min(int(candidates), n_unlabeled)
-        else:
-            size = int(np.ceil(candidates * n_unlabeled))
-        size = min(max(size, n_instances), n_unlabeled)
+        size = min(max(_subset_size(candidates, n_unlabeled), n_instances), n_unlabeled)
         if 2 * size <= n_unlabeled and 2 * n_unlabeled >= pool_nodes.size:
             share = n_unlabeled / pool_nodes.size
             rows = _draw_distinct(rng, pool_nodes.size, size, eligible, share)
