@@ -471,10 +471,16 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
 
     **Equal rows are one point.** The graph is built over the distinct rows
     (so copies never crowd out a point's neighbours nor split the graph),
-    every copy joined to its equal nodes with weight 1; equal nodes get equal
-    latent values. A row equal to several nodes stands for the first of them
-    (with ``nodes=`` given, k copies of a row in one ``fit`` label k equal
-    nodes), and the query strategies of :mod:`skmcal.query` never return a
+    every copy joined to its equal nodes with weight 1. Equal nodes report
+    one point's values (``transduction_``, and ``predict``, ``predict_proba``,
+    ``decision_function`` and ``posterior_cov`` at their rows): those of its
+    labeled node where one is labeled (the smallest, if several), else of its
+    first node; a label ties its own node only, so an unlabeled copy of a
+    labeled row would otherwise be predicted apart from it (see
+    :meth:`~skmcal.graph.SpectralGraph.point_sources`). A row equal to
+    several nodes stands for the first of them (with ``nodes=`` given, k
+    copies of a row in one ``fit`` label k equal nodes), and the query
+    strategies of :mod:`skmcal.query` never return a
     node equal to a labeled one, nor two equal rows in one batch.
 
     **Labels given twice.** With ``nodes=`` given, labeled rows of ``X`` that
@@ -1062,6 +1068,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         self.gamma_ = gamma
         self.n_iter_ = posterior.n_iter
         self._fit_signature = signature
+        self._node_source = graph.point_sources(labeled_nodes)
         self._note_unlabeled_components(codes)
         return self
 
@@ -1227,6 +1234,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         index = self.node_set_.lookup(X)
         found = index >= 0
+        source = getattr(self, "_node_source", None)
+        if source is not None:
+            index[found] = source[index[found]]
         n, n_nodes = X.shape[0], self.node_set_.n_nodes
         weights = sp.csr_matrix(
             (np.ones(int(found.sum())), (np.flatnonzero(found), index[found])),
@@ -1242,6 +1252,10 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     def _node_latent(self):
         """Latent values of the nodes; exactly 0 (the prior mean) where no label reaches."""
         U = self.posterior_.latent(slice(None))
+        source = getattr(self, "_node_source", None)
+        if source is not None:
+            moved = np.flatnonzero(source != np.arange(source.size))
+            U[moved] = U[source[moved]]
         if self._unreached is not None:
             U[self._unreached] = 0.0
         return U

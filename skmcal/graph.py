@@ -720,6 +720,38 @@ class SpectralGraph:
             )  # fmt: skip
         return self.index
 
+    def point_sources(self, labeled_nodes) -> np.ndarray | None:
+        """The node whose values each node reports: one per point, a labeled one first.
+
+        Equal nodes are one point, joined with weight 1, and unlabeled ones get
+        equal latent values. A label on one of them, though, ties that node
+        alone, and its unlabeled copies stay with their neighbours: a copy of
+        a labeled row would be predicted apart from it (and the query
+        strategies never offer it). So every node of a point reports the
+        values of the point's smallest labeled node where one is labeled,
+        else of its first node; labeled nodes keep their own (two copies with
+        different labels each keep theirs).
+
+        Parameters
+        ----------
+        labeled_nodes : array-like of int
+            The labeled nodes.
+
+        Returns
+        -------
+        ndarray of shape (n_nodes,) or None
+            The source node of every node; None where every point is one node.
+        """
+        if self.node_points is None:
+            return None
+        labeled = np.sort(np.asarray(labeled_nodes, dtype=np.intp))
+        point_source = self.point_nodes.copy()
+        points, smallest = np.unique(self.node_points[labeled], return_index=True)
+        point_source[points] = labeled[smallest]
+        source = point_source[self.node_points]
+        source[labeled] = labeled
+        return source
+
     def __repr__(self) -> str:
         p, lam = self.params, self.eigenvalues
         n_edges = (self.weights.nnz + np.count_nonzero(self.weights.diagonal())) // 2

@@ -125,6 +125,101 @@ def test_copies_get_equal_predictions_and_the_graph_stays_connected():
     assert np.mean(labels[0] == once.transduction_) >= 0.95
 
 
+def _copies(n=60, n_copies=30, seed=8):
+    """Two overlapping blobs, rows ``n .. n + n_copies - 1`` copies of rows ``0 ..``."""
+    X, y = _blobs(n, seed=seed, std=2.5)
+    return np.vstack([X, X[:n_copies]]), np.concatenate([y, y[:n_copies]])
+
+
+@pytest.mark.parametrize("model", ["spectral", "full", "poisson", "sum"])
+@pytest.mark.parametrize("kernel", ["gaussian", "cosine"])
+def test_the_unlabeled_copies_of_a_labeled_point_take_its_values(kernel, model):
+    """A label ties its node alone; the node's unlabeled copies report its values.
+
+    The kept eigenvectors are equal on copies (swapping two copies maps the
+    graph onto itself), so the spectral model gives copies equal values by
+    itself; the full-graph models do not."""
+    X, y = _copies()
+    X = X + [20.0, 0.0]  # off the origin: the cosine graph is a graph of angles
+    loss = "gr" if model != "poisson" else "mgr"
+    labeled = np.concatenate([np.flatnonzero(y[:30] == c)[:4] for c in (0, 1)])
+    clf = SpectralGraphClassifier(loss, kernel=kernel, model=model, nodes=NodeSet(X), n_eigs=10)
+    clf.fit(X[labeled], y[labeled])
+    assert_array_equal(np.sort(clf.labeled_nodes_), np.sort(labeled))  # the first copies
+    copies = labeled + 60
+    raw = clf.posterior_.latent(slice(None))
+    if raw.ndim == 2:  # mgr's two columns: decision_function's difference
+        raw = raw[:, 1] - raw[:, 0]
+    if model != "spectral":  # full-graph terms tell copies apart (kept eigenvectors do not)
+        assert np.abs(raw[copies] - raw[labeled]).max() > 1e-3
+    u = clf.decision_function(X)
+    assert_array_equal(u[copies], raw[labeled])
+    assert_array_equal(u[labeled], raw[labeled])
+    node_values = clf._node_latent()  # the values behind transduction_
+    if node_values.ndim == 2:
+        node_values = node_values[:, 1] - node_values[:, 0]
+    assert_array_equal(node_values[copies], raw[labeled])
+    assert_array_equal(clf.transduction_[copies], clf.transduction_[labeled])
+    assert_array_equal(clf.predict(X[copies]), clf.transduction_[labeled])
+    others = np.setdiff1d(np.arange(30), labeled)  # unlabeled points: their first node's values
+    assert_array_equal(u[others + 60], raw[others])
+    assert_array_equal(u[30:60], raw[30:60])  # points of one node: their own
+
+
+def test_a_label_on_a_later_copy_gives_the_point_its_values():
+    """``fit(X, y)`` on the whole pool labels the second copy of row 0 (node 60):
+    rows 0 and 60 both take node 60's values, latent and covariance."""
+    X, y = _copies()
+    labels = np.full(90, -1)
+    other = int(np.flatnonzero(y != y[0])[0])
+    labels[[60, other]] = y[[0, other]]
+    clf = SpectralGraphClassifier("gr", model="full", nodes=NodeSet(X), n_eigs=10).fit(X, labels)
+    assert_array_equal(np.sort(clf.labeled_nodes_), np.sort([60, other]))
+    raw = clf.posterior_.latent(slice(None))
+    assert abs(raw[0] - raw[60]) > 1e-3
+    u = clf.decision_function(X[[0, 60]])
+    assert_array_equal(u, raw[[60, 60]])
+    assert_array_equal(clf.transduction_[[0, 60]], clf.transduction_[[60, 60]])
+    node_60 = np.zeros((1, 90))
+    node_60[0, 60] = 1.0
+    assert_allclose(clf.posterior_cov(X[[0]]), clf.posterior_.latent_cov(node_60), rtol=1e-12)
+
+
+def test_copies_with_different_labels_keep_their_own_values():
+    """Rows 0 and 60 are one point labeled twice, differently; copy 90 takes node 0's."""
+    X, y = _copies()
+    X, y = np.vstack([X, X[:1]]), np.concatenate([y, y[:1]])
+    labels = np.full(91, -1)
+    other = int(np.flatnonzero(y != y[0])[0])
+    labels[[0, 60, other]] = [y[0], y[other], y[other]]
+    clf = SpectralGraphClassifier("gr", model="full", nodes=NodeSet(X), n_eigs=10).fit(X, labels)
+    raw = clf.posterior_.latent(slice(None))
+    expected = clf._labels_from_latent(raw[[0, 60, 0]], None)
+    assert_array_equal(clf.transduction_[[0, 60, 90]], expected)
+    assert clf.transduction_[0] != clf.transduction_[60]
+
+
+def test_point_sources_against_a_loop():
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(25, 2))
+    X = X[rng.integers(0, 25, size=70)]  # many copies, some points thrice or more
+    labels = np.full(70, -1)
+    picked = rng.choice(70, 20, replace=False)
+    labels[picked] = rng.integers(0, 2, size=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few distinct points for the default neighbours
+        clf = SpectralGraphClassifier("gr", n_eigs=5, n_neighbors=4).fit(X, labels)
+    source = clf.graph_.point_sources(clf.labeled_nodes_)
+    labeled = set(clf.labeled_nodes_.tolist())
+    for i in range(70):
+        equal = [j for j in range(70) if np.array_equal(X[j], X[i])]
+        expected = i if i in labeled else min([j for j in equal if j in labeled] or equal)
+        assert source[i] == expected, i
+    distinct = SpectralGraphClassifier("gr", n_eigs=5).fit(X[:10] + np.arange(10)[:, None],
+                                                           np.r_[0, 1, [-1] * 8])
+    assert distinct.graph_.point_sources(distinct.labeled_nodes_) is None
+
+
 # ================================================== 2. out-of-sample predictions
 @pytest.mark.parametrize("kernel", ["gaussian", "cosine"])
 @pytest.mark.parametrize("loss", ["gr", "probit", "mgr", "ce"])
