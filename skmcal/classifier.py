@@ -1251,14 +1251,19 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
 
     def _node_latent(self):
         """Latent values of the nodes; exactly 0 (the prior mean) where no label reaches."""
-        U = self.posterior_.latent(slice(None))
-        source = getattr(self, "_node_source", None)
-        if source is not None:
-            moved = np.flatnonzero(source != np.arange(source.size))
-            U[moved] = U[source[moved]]
+        U = self._point_values(self.posterior_.latent(slice(None)))
         if self._unreached is not None:
             U[self._unreached] = 0.0
         return U
+
+    def _point_values(self, values):
+        """Per-node ``values`` (rows: nodes), each copy of a point given its point's
+        (:meth:`~skmcal.graph.SpectralGraph.point_sources`); in place."""
+        source = getattr(self, "_node_source", None)
+        if source is not None:
+            moved = np.flatnonzero(source != np.arange(source.size))
+            values[moved] = values[source[moved]]
+        return values
 
     def _latent_at(self, X):
         """Latent values at the rows of ``X`` (a weighted average of the nodes'),

@@ -375,12 +375,12 @@ def plot_choices(
 def _node_uncertainty(clf, measure):
     """Per-node posterior variance of the latent values, or the margin."""
     if measure == "margin":
-        U = clf.posterior_.latent(slice(None))
+        U = clf._node_latent()
         if U.ndim == 1:
             return np.abs(U)
         top = np.sort(U, axis=1)
         return top[:, -1] - top[:, -2]
-    return clf.posterior_.latent_variance()
+    return clf._point_values(clf.posterior_.latent_variance())
 
 
 def plot_uncertainty(
