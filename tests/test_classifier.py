@@ -154,6 +154,22 @@ def test_single_labeled_class_raises(loss):
         SpectralGraphClassifier(loss=loss).fit(X, y)
 
 
+def test_few_labels_of_many_classes_fit_without_a_regression_warning():
+    """30 labels of 26 classes: scikit-learn's "could represent a regression
+    problem" warning (over half the labeled rows distinct) is not ours to give."""
+    rng = np.random.default_rng(0)
+    centres = rng.normal(scale=10.0, size=(26, 4))
+    X = np.repeat(centres, 12, axis=0) + rng.normal(size=(312, 4))
+    y = np.full(312, -1)
+    picked = np.r_[np.arange(0, 312, 12), np.arange(1, 48, 12)]  # one per class, 4 twice
+    y[picked] = picked // 12
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf = SpectralGraphClassifier().fit(X, y)
+    assert clf.classes_.size == 26
+    assert np.mean(clf.transduction_ == np.arange(312) // 12) > 0.9
+
+
 def test_score_counts_labels_unseen_at_fit_as_errors():
     X, y_true, y = moons()
     clf = SpectralGraphClassifier().fit(X, y)
