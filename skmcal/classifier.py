@@ -463,7 +463,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     **Prediction.** Rows equal to a node get that node's latent values.
     Other rows get the weighted average of the latent values of their
     ``n_neighbors`` nearest nodes, weighted by the graph's own kernel (see
-    :meth:`~skmcal.graph.SpectralGraph.interpolation_weights`), which
+    :meth:`~skmcal.SpectralGraph.interpolation_weights`), which
     ``posterior_cov(X)`` follows too. A row at a numerically zero distance
     from a node (a float32 copy of it, say) gets that node's values; a row
     far from every node is extrapolated from its nearest nodes, with a
@@ -477,7 +477,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     labeled node where one is labeled (the smallest, if several), else of its
     first node; a label ties its own node only, so an unlabeled copy of a
     labeled row would otherwise be predicted apart from it (see
-    :meth:`~skmcal.graph.SpectralGraph.point_sources`). A row equal to
+    :meth:`~skmcal.SpectralGraph.point_sources`). A row equal to
     several nodes stands for the first of them (with ``nodes=`` given, k
     copies of a row in one ``fit`` label k equal nodes), and the query
     strategies of :mod:`skmcal.query` never return a
@@ -1262,7 +1262,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
 
     def _point_values(self, values):
         """Per-node ``values`` (rows: nodes), each copy of a point given its point's
-        (:meth:`~skmcal.graph.SpectralGraph.point_sources`); in place."""
+        (:meth:`~skmcal.SpectralGraph.point_sources`); in place."""
         source = getattr(self, "_node_source", None)
         if source is not None:
             moved = np.flatnonzero(source != np.arange(source.size))
