@@ -29,6 +29,9 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 default_role = "literal"
+# Without intersphinx, references to other projects have no target: they stay
+# code text, and nitpicky builds (``sphinx -n``) leave them be.
+nitpick_ignore_regex = [(r"py:.*", r"(sklearn|scipy|numpy|matplotlib|pyamg|pandas|dask|modAL)(\..*)?")]
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"skmcal {release}"

@@ -2,7 +2,7 @@
 
 The float32 screening of many candidates (:mod:`skmcal.acquisition`) computes,
 per candidate, the class probabilities and the small solve of
-:meth:`skmcal.softmax.SoftmaxPosterior._solves` from the packed form ``G_k``:
+``skmcal.softmax.SoftmaxPosterior._solves()`` from the packed form ``G_k``:
 the step ``R_k`` of the look-ahead, from which the model-change value and its
 bounds follow. In numpy each of these is a few dozen passes over arrays of
 ``CE_CHUNK`` candidates; here they run fused, over blocks of :data:`LANES`

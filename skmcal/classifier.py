@@ -91,7 +91,7 @@ AUTO_SUM_LABELS_PER_CLASS = 5
 AUTO_SUM_MAX_NODES = 100_000
 
 #: The kernels ``kernel="auto"`` chooses from, by the evidence of the labels (see
-#: :meth:`SpectralGraphClassifier._choose_kernel`); the first one where there is no
+#: ``SpectralGraphClassifier._choose_kernel()``); the first one where there is no
 #: choice to make.
 AUTO_KERNELS = ("gaussian", "cosine")
 
@@ -695,7 +695,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         adds a few labels per refit; the choice moves slowly).
 
         ``start``: after a search on a warm spectral refit of a Newton loss, the
-        grid's MAP at the choice (coefficients for :meth:`_fit_model` to start
+        grid's MAP at the choice (coefficients for ``_fit_model()`` to start
         from); None otherwise.
         """
         tau, gamma = self._tau_gamma()
@@ -824,7 +824,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
 
     def _kernel_evidence(self, graph, labeled_nodes, codes, n_classes, grids=None, start=None):
         """The largest log evidence of the labels under the spectral ``ce`` model of
-        ``graph`` over the default grid (taus of :meth:`_spectral_taus`,
+        ``graph`` over the default grid (taus of ``_spectral_taus()``,
         :data:`~skmcal.evidence.LAPLACE_GAMMAS` relative to the prior's scale);
         ``-inf`` where every grid point failed. ``start``: the coefficients its Newton
         fits start from (those of the hyperparameters' grid that follows on this graph,
@@ -842,7 +842,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         self, nodes, graph, labeled_nodes, codes, n_classes, level, grids, start_on
     ):
         """The graph of the kernel of :data:`AUTO_KERNELS` whose spectral ``ce`` model
-        gives the labels the largest evidence (:meth:`_kernel_evidence`); ``graph`` is
+        gives the labels the largest evidence (``_kernel_evidence()``); ``graph`` is
         the first kernel's.
 
         The evidence compares models of the same labels, so it compares graphs:

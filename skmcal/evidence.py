@@ -310,7 +310,7 @@ def select_hyperparameters(
         Newton tolerance.
     n_threads : int or None, default=None
         Newton losses: threads over the taus (each fits its gammas in turn);
-        None: :func:`skmcal._threads.scoring_threads`. The table does not
+        None: ``skmcal._threads.scoring_threads()``. The table does not
         depend on it.
     return_coef : bool, default=False
         Also return the MAP at the chosen grid point as coefficients of the

@@ -668,7 +668,7 @@ class ResultStore:
 
     With ``out``: the folder is created; the complete (trial, strategy) runs
     of an earlier run with the same settings are read back (partial ones are
-    dropped, see :func:`_load_previous`), the CSV files rewritten with them,
+    dropped, see ``_load_previous()``), the CSV files rewritten with them,
     ``config.json`` written; new rows are then appended and flushed one by
     one. Without ``out``, rows are only kept in memory.
 

@@ -339,7 +339,7 @@ def fit_posterior(
         ``tol * (1 + max|coef|)``.
     n_threads : int or None
         Threads of the posterior's candidate scoring (None: the cores the BLAS
-        pools may use, :func:`skmcal._threads.scoring_threads`).
+        pools may use, ``skmcal._threads.scoring_threads()``).
 
     Returns
     -------
@@ -396,7 +396,7 @@ class NewtonMap:
 
 
 def newton_map(loss, prior, P, targets, gamma, *, coef_init=None, max_iter=100, tol=1e-10):
-    """MAP of a Newton loss (logistic, probit, ce) by :func:`_newton`, with its Hessian factor.
+    """MAP of a Newton loss (logistic, probit, ce) by ``_newton()``, with its Hessian factor.
 
     Parameters as :func:`fit_posterior`, with ``P`` the eigenvector rows of
     the labeled nodes. A warm start worse than the prior mean is replaced by

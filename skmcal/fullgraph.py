@@ -28,13 +28,13 @@ another route: with ``G = (L + tau^2 I)^-1 P'`` (a Green's column per
 labeled node, cached by the solver for this ``tau``) the push-through
 identity gives the MAP as ``G (gamma^2 I + P G)^-1 y``, so a refit solves
 only the new nodes' columns, with one hierarchy of ``L + tau^2 I`` that
-labels never change, and a new ``gamma`` solves nothing (:func:`_fit_green`;
+labels never change, and a new ``gamma`` solves nothing (``_fit_green()``;
 the identity and the residual certificate: docs/math.rst). A sparse
 direct factorisation is no alternative on kNN graphs: SuperLU's factor of the
 10-NN graph of 10,000 Fashion-MNIST images has 6.9 million entries and took
 1.8 s, against 0.08 s for the hierarchy (``benchmarks/bench_fullgraph.py``).
 
-The fits run with one BLAS thread (:mod:`skmcal._threads`): their dense
+The fits run with one BLAS thread (``skmcal._threads``): their dense
 algebra is thin (``N x n_classes`` QR, small Woodbury systems), and threaded
 BLAS spinning on a busy machine made it 100x slower.
 """
@@ -111,11 +111,11 @@ MAX_GREEN_BYTES = 2**28
 #: with many labels solves directly (one column per class).
 GREEN_NEW_PER_CLASS = 2
 
-#: Passes of :func:`_fit_green` that tighten the columns before giving up.
+#: Passes of ``_fit_green()`` that tighten the columns before giving up.
 _GREEN_PASSES = 8
 
 #: Precision of the multigrid levels' sparse matrices and of the cycle on them
-#: (float64 for a singular system, see :meth:`LaplacianSolver._hierarchy`).
+#: (float64 for a singular system, see ``LaplacianSolver._hierarchy()``).
 PRECONDITIONER_DTYPE = np.float32
 
 _ARMIJO = 1e-4
@@ -186,7 +186,7 @@ def _pcg(apply_a, apply_m, b, x, atol, max_iter):
 
 @dataclass
 class _Hierarchy:
-    """Multigrid levels (:func:`_smoothing_level`) in the node ``order``, the coarsest level's
+    """Multigrid levels (``_smoothing_level()``) in the node ``order``, the coarsest level's
     Cholesky factor (a ``cho_factor`` pair, float64) or inverse (an array in ``dtype``)."""
 
     order: np.ndarray
@@ -215,9 +215,9 @@ def _vcycle(hierarchy, R, *, ordered=False):
 
 
 def _cycle(levels, coarse, R, level=0):
-    """The V-cycle from ``level`` down (see :func:`_vcycle`).
+    """The V-cycle from ``level`` down (see ``_vcycle()``).
 
-    The same Chebyshev smoother (:func:`_smooth`) before and after the
+    The same Chebyshev smoother (``_smooth()``) before and after the
     coarse correction (a symmetric preconditioner), the coarsest level solved
     by its Cholesky factor (in float64) or its inverse ``coarse``: sparse
     products with all columns at once.
@@ -240,7 +240,7 @@ def _smooth(A, scale, steps, R, X, *, residual=True):
     Systems*, Algorithm 12.1) on ``D^-1 A X = D^-1 R``, ``scale`` the column
     ``D^-1``: ``d_0 = c_0 D^-1 r``, then ``r -= A d``,
     ``d = a_k d + c_k D^-1 r``, ``X += d``, with the pairs ``steps`` =
-    ``((0, c_0), (a_1, c_1), ...)`` of :func:`_chebyshev_steps`. The residual
+    ``((0, c_0), (a_1, c_1), ...)`` of ``_chebyshev_steps()``. The residual
     costs one more product (``residual=False``: None in its place; the
     post-smoother of a cycle needs none, and leaving that product out took
     the Green's columns at 70,000 nodes from 430 to 383 ms CPU per batch of 5).
@@ -260,7 +260,7 @@ def _smooth(A, scale, steps, R, X, *, residual=True):
 
 
 def _chebyshev_steps(upper, dtype):
-    """Coefficients of :func:`_smooth` for eigenvalues in ``[upper / SMOOTHER_RATIO, upper]``."""
+    """Coefficients of ``_smooth()`` for eigenvalues in ``[upper / SMOOTHER_RATIO, upper]``."""
     lower = upper / SMOOTHER_RATIO
     theta, delta = (upper + lower) / 2, (upper - lower) / 2
     sigma = theta / delta
@@ -368,7 +368,7 @@ class LaplacianSolver:
         self._small = None
 
     def _hierarchy(self, shift, *, inverse=False):
-        """A smoothed-aggregation hierarchy of ``L + diag(shift)`` for :func:`_vcycle`.
+        """A smoothed-aggregation hierarchy of ``L + diag(shift)`` for ``_vcycle()``.
 
         Built in the reverse Cuthill-McKee order of the graph (neighbours
         near in memory: sparse products on blocks of columns ran 1.4x faster
@@ -416,7 +416,7 @@ class LaplacianSolver:
         return _Hierarchy(order, levels, (upper + np.triu(upper, 1).T).astype(dtype), dtype)
 
     def _vcycle(self, R):
-        """The V-cycle of the hierarchy of :meth:`_prepare` (see :func:`_vcycle`)."""
+        """The V-cycle of the hierarchy of ``_prepare()`` (see ``_vcycle()``)."""
         return _vcycle(self._shift_hierarchy, R)
 
     def _prepare(self, shift):

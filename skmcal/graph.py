@@ -1794,7 +1794,7 @@ def _build_threads(n_jobs):
 
     A joblib worker has its pools limited to its share of the cores; with
     ``n_jobs`` given, the build that other workers may be waiting for (see
-    :class:`_DiskStore`) uses that many threads instead.
+    ``_DiskStore``) uses that many threads instead.
     """
     if n_jobs is None:
         return contextlib.nullcontext()

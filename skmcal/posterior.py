@@ -205,7 +205,7 @@ class LaplacePosterior:
         Whether the fit met its tolerance.
     n_threads : int or None
         Threads that score pieces of candidates, each with a single-threaded
-        BLAS (None: :func:`skmcal._threads.scoring_threads`, the cores the
+        BLAS (None: ``skmcal._threads.scoring_threads()``, the cores the
         BLAS pools may use here).
     offset_direction : ndarray of shape (n_nodes,) or None
         ``w``, the direction of the class offset at every node (rank-one
@@ -279,7 +279,7 @@ class LaplacePosterior:
         """Context manager: the set-up that :meth:`change_bound` of about ``n_nodes``
         nodes needs runs in a background thread meanwhile (none here).
 
-        A query enters it, inside :func:`~skmcal._threads.small_algebra`, before it
+        A query enters it, inside ``small_algebra()``, before it
         draws its candidates; :meth:`change_bound` waits for the set-up, and so
         does the exit.
         """
@@ -465,7 +465,7 @@ class RankOnePosterior(LaplacePosterior):
         )
 
     def _products(self, survey=None, dtype=np.float64):
-        """``(basis, weights)`` of :meth:`_terms` in ``dtype``."""
+        """``(basis, weights)`` of ``_terms()`` in ``dtype``."""
         Q, d = self._spectral_cov
         blocks = [Q, self.coef.reshape(d.size, -1)]
         if survey is not None:

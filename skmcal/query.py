@@ -68,7 +68,7 @@ _SCREENED = (acquisition.model_change, acquisition.vopt, acquisition.sopt)
 
 
 # Parameter entries shared by the strategies' docstrings (one text for all:
-# :func:`_shared_parameters` puts each where its docstring says ``{name}``).
+# ``_shared_parameters()`` puts each where its docstring says ``{name}``).
 _PARAMETERS = {
     "pool": """\
 learner : modAL learner or SpectralGraphClassifier
@@ -103,7 +103,7 @@ random_state : int, RandomState instance or None, default=None
 
 
 def _shared_parameters(function):
-    """Fill the lines ``{name}`` of ``function``'s docstring with :data:`_PARAMETERS`."""
+    """Fill the lines ``{name}`` of ``function``'s docstring with ``_PARAMETERS``."""
     doc = function.__doc__
     for name, text in _PARAMETERS.items():
         doc = doc.replace("    {" + name + "}\n", textwrap.indent(text, "    ") + "\n")

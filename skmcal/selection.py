@@ -194,7 +194,7 @@ class _PoolIndex:
         return int(np.count_nonzero(self.held[inside]))
 
 
-#: The :class:`_PoolIndex` of the pools' node arrays, remembered by identity.
+#: The ``_PoolIndex`` of the pools' node arrays, remembered by identity.
 POOL_INDEXES = IdentityMemo()
 
 

@@ -21,13 +21,13 @@ What makes it fast (all of it inside this module):
   candidates at once by a vectorised elimination;
 - the quadratic forms ``G_k`` and ``D_k' D_k`` of many nodes come from the
   products ``v_m v_m'`` and coefficients set up once per scoring
-  (:meth:`SoftmaxPosterior._form_coefficients`), of few nodes from ``C V_k'``
+  (``SoftmaxPosterior._form_coefficients()``), of few nodes from ``C V_k'``
   directly;
 - approximate values (float32 forms, optionally kept up to date through the
   look-aheads of a greedy batch) for screening, see
   :mod:`skmcal.acquisition`; with numba, the model-change values of many
   candidates from their forms in one compiled pass
-  (:mod:`skmcal._ce_kernels`);
+  (``skmcal._ce_kernels``);
 - an upper bound of the model-change value that needs only the latent values
   (:meth:`SoftmaxPosterior.change_bound`): screening skips the candidates
   whose bound is below the values that matter; on the compiled path, tighter
@@ -35,7 +35,7 @@ What makes it fast (all of it inside this module):
   (:class:`ChangeSplit`) skip more of them before ``G_k`` (from ``r``
   projections of ``v_k``) and before ``D_k' D_k`` (given the step ``R_k``);
 - pieces of ``CE_CHUNK`` candidates scored on ``n_threads`` threads
-  (:meth:`skmcal.posterior.LaplacePosterior._in_pieces`).
+  (``skmcal.posterior.LaplacePosterior._in_pieces()``).
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ class KeptForms:
 
     def packed(self, nodes):
         """The upper triangles of both forms of ``nodes``, stacked: ``(2 T, n)`` (see
-        :meth:`SoftmaxPosterior._packed_forms`)."""
+        ``SoftmaxPosterior._packed_forms()``)."""
         rows, cols = np.triu_indices(self.G.shape[0])
         return np.vstack([form[rows, cols] for form in self.take(nodes)])
 
@@ -169,7 +169,7 @@ def _in_background(setup, n_nodes, started=None):
 @dataclass(frozen=True, eq=False)
 class ChangeSplit:
     """``Y Y' <= rest C~ + sum_i weights_i c_i c_i'``, proven (``C~``, ``Y Y'``: see
-    :attr:`SoftmaxPosterior._zero_sum_blocks`), and the bounds that follow.
+    ``SoftmaxPosterior._zero_sum_blocks``), and the bounds that follow.
 
     ``c_i`` are the ``r`` leading directions of the pencil ``(Y Y', C~)`` scaled
     by ``C~`` (``c_i = C~ u_i``, ``u_i' C~ u_i = 1``; for the covariances skmcal
@@ -195,7 +195,7 @@ class ChangeSplit:
     ``r = |u - w/2|`` (``a^2 = w'Qw/4``, ``b^2 = tr Q``), maximised over
     ``r``; at 1,000,000 nodes it left 16,000 to 21,000 of ~47,000 candidates
     for ``G_k`` where the first left 24,000 to 29,000. Both bounds:
-    :func:`skmcal._ce_kernels.split_kernels`.
+    ``skmcal._ce_kernels.split_kernels()``.
 
     ``basis``: the rows ``E c_i`` (the class blocks of ``c_i``, ``(d, M)``,
     mapped by the zero-sum basis ``E`` to ``(n_c, M)``), stacked to ``(r n_c,
@@ -289,7 +289,7 @@ class SoftmaxPosterior(LaplacePosterior):
 
     @functools.cached_property
     def _coefficients(self):
-        """:meth:`_form_coefficients` in double and single precision, computed once."""
+        """``_form_coefficients()`` in double and single precision, computed once."""
         with small_algebra():
             both = self._form_coefficients()
         return both, both.astype(np.float32)
@@ -320,7 +320,7 @@ class SoftmaxPosterior(LaplacePosterior):
         """The upper triangles (``np.triu_indices`` order) of ``G_k`` then of ``D_k' D_k``
         of the nodes with eigenvector rows ``V``, from the products ``v_m v_m'``:
         ``(2 T, K)``, ``T = d (d + 1) / 2``. ``fill``: the compiled products
-        (:func:`skmcal._ce_kernels.products_kernel`, float32 only)."""
+        (``skmcal._ce_kernels.products_kernel()``, float32 only)."""
         n_nodes, M = V.shape
         dtype = coefficients.dtype
         products = np.empty((M * (M + 1) // 2, n_nodes), dtype=dtype)
@@ -381,7 +381,7 @@ class SoftmaxPosterior(LaplacePosterior):
         return 0.5 * (K + K.transpose(1, 0, 2)), step
 
     def _terms(self, nodes, source, *, need_gain=True, weighted=None) -> LookAheadTerms:
-        """The look-ahead terms of ``nodes`` (forms from ``source``, see :meth:`_forms`)."""
+        """The look-ahead terms of ``nodes`` (forms from ``source``, see ``_forms()``)."""
         V = self.eigenvectors[nodes]  # gathered once: rows of a (memory-mapped) n x M array
         G, G2 = self._forms(nodes, V, source)
         K, step = self._solves(self.latent(nodes, V), G, need_gain=need_gain)
@@ -404,7 +404,7 @@ class SoftmaxPosterior(LaplacePosterior):
 
     def _packed(self, nodes, V, source, part=None):
         """The packed forms of ``nodes`` (eigenvector rows ``V``, forms from ``source``, see
-        :meth:`_forms`, not exact): ``(2 T, K)``, or only ``G_k`` (``part`` 0) or only
+        ``_forms()``, not exact): ``(2 T, K)``, or only ``G_k`` (``part`` 0) or only
         ``D_k' D_k`` (``part`` 1), ``(T, K)``."""
         T = self.n_classes * (self.n_classes - 1) // 2
         if isinstance(source, str):
@@ -439,7 +439,7 @@ class SoftmaxPosterior(LaplacePosterior):
         return self._step_values(forms[T:], steps)
 
     def _kernel_bounds(self, kernel, nodes, source, split, floor):
-        """``(d + 1, K)``: the steps of ``nodes`` (as :meth:`_kernel_steps`) and their
+        """``(d + 1, K)``: the steps of ``nodes`` (as ``_kernel_steps()``) and their
         :class:`ChangeSplit` bounds given the steps, for the nodes whose bound before
         the steps reaches ``floor`` (the others: zeros and ``-inf``)."""
         before, after = split_kernels()
@@ -461,7 +461,7 @@ class SoftmaxPosterior(LaplacePosterior):
         return out
 
     def _split_values(self, kernel, nodes, source, split, floor):
-        """:meth:`_kernel_values` of the nodes whose :class:`ChangeSplit` bounds reach
+        """``_kernel_values()`` of the nodes whose :class:`ChangeSplit` bounds reach
         ``floor``, ``-inf`` for the others: the steps and bounds of every node, then
         ``D_k' D_k`` of those the bounds keep."""
         bounded = self._in_pieces(
@@ -485,14 +485,14 @@ class SoftmaxPosterior(LaplacePosterior):
 
     @functools.cached_property
     def _change_scale(self):
-        """A ``lambda`` with ``Y Y' <= lambda C~`` (:attr:`_zero_sum_blocks`), or None where
+        """A ``lambda`` with ``Y Y' <= lambda C~`` (``_zero_sum_blocks``), or None where
         ``C~`` is not positive definite.
 
         The least such ``lambda`` is the largest eigenvalue of the pencil
         ``(Y Y', C~)``: ``lambda_max(C~)`` where ``C`` maps the zero-sum
         subspace to itself, as the covariances of every fit and look-ahead do.
         That value by Lanczos on ``C~`` (or the leading eigenvalue of
-        :attr:`_change_split` where it is computed already: of ``C~`` or of the
+        ``_change_split`` where it is computed already: of ``C~`` or of the
         pencil, no second Lanczos), raised by :data:`SCALE_MARGIN` until
         ``lambda C~ - Y Y'`` has a Cholesky factor (the proof that it bounds),
         else the pencil's eigenvalue (``eigh``).
@@ -572,7 +572,7 @@ class SoftmaxPosterior(LaplacePosterior):
 
         ``||D_k R_k||^2 <= lambda (1 / pi_j - 1) / 4`` with ``pi_j`` the
         probability of the pseudo-label and ``lambda`` of
-        :attr:`_change_scale`: ``D_k' D_k <= lambda g^2 G_k`` and, with ``H =
+        ``_change_scale``: ``D_k' D_k <= lambda g^2 G_k`` and, with ``H =
         B^1/2 G_k B^1/2`` and ``pi - e_j = -B e_j / pi_j``, ``g^2 R_k' G_k R_k
         = w' (I + H)^-1 H (I + H)^-1 w <= ||w||^2 / 4`` for ``w = B^1/2 e_j /
         pi_j``, ``||w||^2 = 1 / pi_j - 1``. Needs only the latent values.
@@ -618,7 +618,7 @@ class SoftmaxPosterior(LaplacePosterior):
         """``formula(terms)`` per node; ``approximate``: float32 forms (kept ones if they cover).
 
         Approximate values of a formula with a compiled kernel
-        (:data:`_KERNELS`) come from it when numba is installed, from
+        (``_KERNELS``) come from it when numba is installed, from
         :data:`KERNEL_MIN` nodes; there, from :data:`SPLIT_MIN` nodes, ``floor``
         skips the nodes whose :class:`ChangeSplit` bound is below it (their value
         is ``-inf``).
