@@ -75,7 +75,7 @@ MODELS = ("spectral", "full", "poisson", "sum", "auto")
 #: ``model="auto"`` takes the spectral model while the labels number fewer than
 #: ``max(AUTO_SUM_MIN_LABELS, AUTO_SUM_LABELS_PER_CLASS * n_classes)``, and the
 #: summed prior (spectral + full graph) from there on (with ``gr``/``mgr``, on
-#: at most :data:`AUTO_SUM_MAX_NODES` nodes). With few labels the spectral
+#: at most :data:`~skmcal.classifier.AUTO_SUM_MAX_NODES` nodes). With few labels the spectral
 #: model is the steadier one: the summed model lost up to 8 points, the full
 #: one up to 10, over one batch below 50 labels in ``benchmarks/bench_accuracy.py``
 #: (their hyperparameters, chosen from a handful of labels, move with each
@@ -102,7 +102,7 @@ AUTO_KERNELS = ("gaussian", "cosine")
 #: (Fashion-MNIST, against 125 s for its Gaussian graph), on 2 cores.
 AUTO_KERNEL_MAX_NODES = 20_000
 
-#: The likelihoods the ``loss`` parameter takes: those of :data:`LOSSES`, and
+#: The likelihoods the ``loss`` parameter takes: those of :data:`~skmcal.losses.LOSSES`, and
 #: ``"auto"`` (``ce`` with the spectral and Poisson models, ``mgr`` with the
 #: full-graph and summed ones).
 LOSS_OPTIONS = (*LOSSES, "auto")
@@ -246,9 +246,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         Laplace covariance of ``loss`` evaluated around the model's latent values (see
         :func:`skmcal.fitting.posterior_around`). ``auto`` (the default): the spectral
         model while the labels number fewer than ``max(50, 5 * n_classes)``
-        (:data:`AUTO_SUM_MIN_LABELS`, :data:`AUTO_SUM_LABELS_PER_CLASS`),
+        (:data:`~skmcal.classifier.AUTO_SUM_MIN_LABELS`, :data:`AUTO_SUM_LABELS_PER_CLASS`),
         ``sum`` from there on with ``gr``, ``mgr`` or ``loss="auto"`` on at
-        most :data:`AUTO_SUM_MAX_NODES` (100,000) nodes; ``spectral`` with
+        most :data:`~skmcal.classifier.AUTO_SUM_MAX_NODES` (100,000) nodes; ``spectral`` with
         the other losses and on more nodes (its cost does not grow with the
         number of nodes). With few labels the spectral model is the steadier,
         with more the full graph's part is the more accurate (no truncation);
@@ -274,7 +274,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         kernels, and of the two the one whose spectral model gives the
         labels the larger evidence (the ``ce`` likelihood's, over the
         ``tau``/``gamma`` grid of ``"auto"``), on at most
-        :data:`AUTO_KERNEL_MAX_NODES` (20,000) nodes with ``neighbors=None``;
+        :data:`~skmcal.classifier.AUTO_KERNEL_MAX_NODES` (20,000) nodes with ``neighbors=None``;
         the Gaussian kernel on more nodes, with a ``neighbors`` estimator
         (it has its own metric), and where there are no labels to choose
         by (:func:`~skmcal.cold_start`). The cosine graph is not a candidate
@@ -322,7 +322,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         Newton fit per grid point), or with ``model="full"`` (where a new
         value means a new solve from scratch), reuses the last choice until
         the number of labels has grown by a quarter. The paper's values
-        (:data:`PAPER_HYPERPARAMETERS`, e.g. tau=0.005, gamma=0.5 for
+        (:data:`~skmcal.classifier.PAPER_HYPERPARAMETERS`, e.g. tau=0.005, gamma=0.5 for
         ``ce``) collapse with few labels. With
         ``ce``, at least 2.1e-5 (see Notes).
     gamma : float or "auto", default="auto"
@@ -356,7 +356,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         the optimum is the same either way; only the iteration count changes.
     cache : bool, default=True
         Share graphs through the in-process cache
-        :data:`skmcal.graph.GRAPH_CACHE` (see Notes).
+        :data:`~skmcal.GRAPH_CACHE` (see Notes).
     n_jobs : int or None, default=None
         Parallel jobs of the default neighbour search (None: 1), threads of
         the BLAS and OpenMP pools while the graph is built (None: as they
@@ -757,7 +757,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``model="auto"``: ``"sum"`` once ``n_labeled`` reaches
         ``max(AUTO_SUM_MIN_LABELS, AUTO_SUM_LABELS_PER_CLASS * n_classes)``,
         with ``gr``/``mgr`` (or ``loss="auto"``) on at most
-        :data:`AUTO_SUM_MAX_NODES` nodes; ``"spectral"`` otherwise.
+        :data:`~skmcal.classifier.AUTO_SUM_MAX_NODES` nodes; ``"spectral"`` otherwise.
         ``loss="auto"``: ``"mgr"`` with the full and summed models, ``"ce"``
         with the spectral and Poisson ones.
         """
@@ -790,7 +790,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     def _chooses_kernel(self, n_nodes):
         """Whether this fit chooses its kernel: ``kernel="auto"``, exact neighbours (a
         ``neighbors`` estimator has its own metric) and at most
-        :data:`AUTO_KERNEL_MAX_NODES` nodes."""
+        :data:`~skmcal.classifier.AUTO_KERNEL_MAX_NODES` nodes."""
         return self.kernel == "auto" and self.neighbors is None and n_nodes <= AUTO_KERNEL_MAX_NODES
 
     def _grid_start(self, warm, model, loss):

@@ -2,7 +2,7 @@
 
 The data path is ``X -> kNN affinity W -> (lambda, V)``. All of it depends on
 the node data and the graph parameters only, never on the loss, ``tau`` or
-``gamma``; :class:`NodeSet` and the content-keyed :data:`GRAPH_CACHE` make sure
+``gamma``; :class:`NodeSet` and the content-keyed :data:`~skmcal.GRAPH_CACHE` make sure
 it is computed once per node set and shared by every estimator (and clone)
 that uses the same nodes and graph parameters.
 """
@@ -55,7 +55,7 @@ CHEBYSHEV_MIN_NODES = 2_000_000
 
 #: Above this many nodes a graph does not keep the fitted neighbour search
 #: (the index that places new points): it is dropped after the kNN search,
-#: before the spectrum, and :meth:`SpectralGraph.neighbor_index` fits it
+#: before the spectrum, and :meth:`~skmcal.SpectralGraph.neighbor_index` fits it
 #: again on the nodes the first time a row that is not a node is predicted
 #: (as for a graph loaded from a ``memory`` cache). Measured with pynndescent
 #: on 64 features (``benchmarks/results/bench_scale_3m.md``): the index is
@@ -157,7 +157,7 @@ def _exact_row_hash(X):
 
     float32 rows are hashed through the bits of their float32 values (no
     float64 copy of the data); the hash is then only comparable between
-    arrays of one dtype, which is all :func:`first_equal_rows` needs.
+    arrays of one dtype, which is all :func:`~skmcal.graph.first_equal_rows` needs.
     """
     n, d = X.shape
     rng = np.random.RandomState(_HASH_SEED)
@@ -328,7 +328,7 @@ class NodeSet:
 
     @property
     def first_equal(self) -> np.ndarray:
-        """Index of the first node equal to each node (see :func:`first_equal_rows`).
+        """Index of the first node equal to each node (see :func:`~skmcal.graph.first_equal_rows`).
 
         Equal rows are one point: :meth:`lookup` maps a row to the first of
         its equal nodes, and the query strategies score and return only that
@@ -655,7 +655,7 @@ class SpectralGraph:
     index : object
         The fitted neighbour search over the distinct points (None for
         ``kernel="precomputed"``). A graph of more than
-        :data:`INDEX_MAX_NODES` nodes does not keep it, nor does a graph
+        :data:`~skmcal.graph.INDEX_MAX_NODES` nodes does not keep it, nor does a graph
         loaded from a ``memory`` cache on disk: it is None until a new point
         needs it, and :meth:`neighbor_index` then fits it again on the nodes.
     component_labels : ndarray of shape (n_nodes,)
@@ -697,7 +697,7 @@ class SpectralGraph:
 
         A graph loaded from a ``memory`` cache leaves its index behind (it may
         not pickle, and it holds the data again), and a graph of more than
-        :data:`INDEX_MAX_NODES` nodes drops it after the kNN search (it costs
+        :data:`~skmcal.graph.INDEX_MAX_NODES` nodes drops it after the kNN search (it costs
         as much memory as the graph); it is fitted again here, on the nodes,
         the first time a new point is placed on the graph, and kept. With
         approximate neighbours (a ``neighbors`` transformer) the refitted
@@ -775,7 +775,7 @@ class SpectralGraph:
         u_j)^2`` of the new point.
 
         A row whose nearest node lies at a numerically zero distance (below
-        :data:`NODE_MATCH_RTOL` times the larger of the row's norm and the
+        :data:`~skmcal.graph.NODE_MATCH_RTOL` times the larger of the row's norm and the
         node's local scale; with the cosine kernel, a chord of
         ``NODE_MATCH_RTOL`` between the rows scaled to unit length, or the
         round-off of float32 data; exact equality with ``kernel="precomputed"``)
@@ -785,7 +785,7 @@ class SpectralGraph:
 
         Gaussian weights are normalised in log space, so a point far from
         every node still gets weights on its nearest nodes; rows whose
-        largest kernel weight is below :data:`EXTRAPOLATION_MIN_WEIGHT` are
+        largest kernel weight is below :data:`~skmcal.graph.EXTRAPOLATION_MIN_WEIGHT` are
         counted in a warning. A row with no positive affinity (cosine or
         precomputed) is a zero row, with a warning.
 
@@ -817,7 +817,7 @@ class SpectralGraph:
     def _cosine_match_tolerance(self, X) -> float:
         """The cosine distance below which a row counts as its nearest node.
 
-        ``1 - cos = |x/|x| - x_j/|x_j||^2 / 2``: a chord of :data:`NODE_MATCH_RTOL`
+        ``1 - cos = |x/|x| - x_j/|x_j||^2 / 2``: a chord of :data:`~skmcal.graph.NODE_MATCH_RTOL`
         on the unit sphere, as the Gaussian kernel's relative tolerance, unless
         the round-off of ``1 - cos`` in the precision of the rows or of the
         node data (float32: about 1e-7; float32 too where the node data is not
@@ -1507,7 +1507,7 @@ def graph_memory_estimate(
     of each node's neighbours and their sorting; the kernel weights, ``K``
     as CSR, its transpose and ``W``, their sum), and the
     spectrum (the index, kept with the graph up to
-    :data:`INDEX_MAX_NODES` nodes; ``W`` and ``A = D^-1/2 W
+    :data:`~skmcal.graph.INDEX_MAX_NODES` nodes; ``W`` and ``A = D^-1/2 W
     D^-1/2``; ARPACK's Lanczos basis of ``max(2 n_eigs, 100)`` vectors and
     its ``n_eigs`` Ritz vectors, the float32 copy of ``A`` and three float32
     blocks of the subspace iteration
@@ -1607,7 +1607,7 @@ def check_graph_memory(data, params: GraphParams) -> None:
 def build_graph(data, params: GraphParams, first_equal=None, verbose=0) -> SpectralGraph:
     """Build the graph of ``params`` over the node data and its spectrum.
 
-    ``first_equal``, if known, is :func:`first_equal_rows` of the data.
+    ``first_equal``, if known, is :func:`~skmcal.graph.first_equal_rows` of the data.
     Each phase (equal rows, kNN search, weights, components, spectrum) is
     logged with its time on the logger ``skmcal.graph``: at INFO with
     ``verbose``, at DEBUG otherwise (see :func:`phase_level`).
@@ -1809,7 +1809,7 @@ class GraphCache:
     """A small least-recently-used cache of spectral graphs, keyed by content.
 
     The key is the :class:`NodeSet` digest plus every graph parameter
-    (:meth:`GraphParams.key`), so a hit is always the graph that would have
+    (:meth:`~skmcal.graph.GraphParams.key`), so a hit is always the graph that would have
     been built. Graphs built with a ``numpy.random.RandomState`` as
     ``random_state`` are never cached. It is thread-safe: threads asking for
     the same key while its graph is being obtained wait for it (one build or
@@ -1819,7 +1819,7 @@ class GraphCache:
     ``clear_graph_cache()`` empties it.
 
     A graph can also be kept on disk, shared by processes and later runs:
-    :meth:`get_or_build` with ``memory`` (the classifier's ``memory``
+    :meth:`~skmcal.graph.GraphCache.get_or_build` with ``memory`` (the classifier's ``memory``
     parameter) loads it from there, or builds and stores it, under the same key.
 
     Parameters
@@ -1868,7 +1868,7 @@ class GraphCache:
         memory : None, str, path-like or joblib.Memory, default=None
             A disk cache (see :func:`check_memory`): a graph stored there
             under the same key is loaded (memory-mapped, without its
-            neighbour index, see :meth:`SpectralGraph.neighbor_index`);
+            neighbour index, see :meth:`~skmcal.SpectralGraph.neighbor_index`);
             otherwise it is built and stored, under a file lock so that
             processes wanting it at once build it once.
         verbose : int, default=0
@@ -1919,7 +1919,7 @@ class GraphCache:
     def store(self, nodes: NodeSet, params: GraphParams, graph: SpectralGraph, memory) -> bool:
         """Put ``graph`` (the graph of ``params`` on ``nodes``) in the disk cache ``memory``.
 
-        As :meth:`get_or_build` stores a graph it builds: without its
+        As :meth:`~skmcal.graph.GraphCache.get_or_build` stores a graph it builds: without its
         neighbour index, under the key of ``params`` and the node content, so
         that later fits and other processes with the same ``memory`` load it.
         A graph found in this in-process cache is not stored by a fit; this
@@ -2047,5 +2047,5 @@ GRAPH_CACHE = GraphCache()
 
 
 def clear_graph_cache():
-    """Empty :data:`GRAPH_CACHE` (the in-process cache; a ``memory`` folder is untouched)."""
+    """Empty :data:`~skmcal.GRAPH_CACHE`, the in-process cache (not a ``memory`` folder)."""
     GRAPH_CACHE.clear()

@@ -15,7 +15,7 @@ posterior families needs to know which loss it holds:
   (Hessian ``(diag(pi) - pi pi') / gamma^2``);
 - ``proba(U, gamma)``: the likelihood of each class at given latent values,
   normalised over the classes, shape ``(n, n_classes)`` for every loss; what
-  :meth:`SpectralGraphClassifier.predict_proba` reports;
+  :meth:`~skmcal.SpectralGraphClassifier.predict_proba` reports;
 - ``encode(codes, n_classes)`` and ``pseudo_targets(U)``: the targets of
   class codes, and of the class each latent value predicts (the pseudo-label
   of the look-ahead updates);

@@ -399,7 +399,7 @@ def plot_uncertainty(
     ``diag(V C V')`` (for ``ce``, of the centred class values, summed over
     the classes; ``model="full"`` and ``"sum"`` with ``gr``/``mgr``: with the
     prior's white-noise remainder, the diagonal of
-    :meth:`SpectralGraphClassifier.posterior_cov`), large far from the
+    :meth:`~skmcal.SpectralGraphClassifier.posterior_cov`), large far from the
     labels; ``margin``: the gap between the two largest latent class values
     (binary: ``|u|``), small near the decision boundary.
 

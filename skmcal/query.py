@@ -35,7 +35,7 @@ batch : {"greedy", "topk", "localmax"}, default="greedy"
     at least that of each of their kNN-graph neighbours among the
     candidates (one scoring, every value exact); if fewer qualify, the batch
     is filled with the best remaining candidates that are not neighbours of
-    a chosen one, then with the best remaining (see :func:`local_max_batch`).
+    a chosen one, then with the best remaining (see :func:`~skmcal.query.local_max_batch`).
 random_state : int, RandomState instance or None, default=None
     Draws the candidate subset and breaks ties.
 """
@@ -94,7 +94,7 @@ batch : {"greedy", "topk", "localmax"}, default="greedy"
     Options for why it is the default). ``topk``: the ``n_instances``
     best-scored candidates (the paper's batches; one scoring, cheaper).
     ``localmax``: the best local maxima of the scores on the graph
-    (:func:`local_max_batch`).""",
+    (:func:`~skmcal.query.local_max_batch`).""",
     "random_state": """\
 random_state : int, RandomState instance or None, default=None
     Draws the random candidate subset and breaks ties between equal

@@ -12,7 +12,7 @@ batches, how its state changes when a node is added):
 3. :func:`candidate_rows`: the unlabeled rows to score, subsampled as
    ``candidates`` says;
 4. :func:`choose`: the top-k, greedy or LocalMax batch among them
-   (:func:`local_max_batch`).
+   (:func:`~skmcal.query.local_max_batch`).
 """
 
 from __future__ import annotations
