@@ -1233,14 +1233,12 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     # -------------------------------------------------------------- predict
     def _row_weights(self, X):
         """Weights of the rows of ``X`` over the nodes: a node's own row for
-        rows equal to a node, :meth:`SpectralGraph.interpolation_weights` otherwise."""
+        rows equal to a node, :meth:`SpectralGraph.interpolation_weights` otherwise;
+        each node's weight moved to the node whose values it reports (``_node_source``)."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         index = self.node_set_.lookup(X)
         found = index >= 0
-        source = getattr(self, "_node_source", None)
-        if source is not None:
-            index[found] = source[index[found]]
         n, n_nodes = X.shape[0], self.node_set_.n_nodes
         weights = sp.csr_matrix(
             (np.ones(int(found.sum())), (np.flatnonzero(found), index[found])),
@@ -1251,7 +1249,14 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             place = sp.csr_matrix((np.ones(rest.size), (rest, np.arange(rest.size))))
             place.resize(n, rest.size)
             weights = weights + place @ self.graph_.interpolation_weights(X[rest])
-        return weights.tocsr()
+        weights = weights.tocsr()
+        source = getattr(self, "_node_source", None)
+        if source is not None:  # a point is reached through the node that reports its values
+            weights = sp.csr_matrix(
+                (weights.data, source[weights.indices], weights.indptr), shape=weights.shape
+            )
+            weights.sum_duplicates()
+        return weights
 
     def _node_latent(self):
         """Latent values of the nodes; exactly 0 (the prior mean) where no label reaches."""

@@ -183,6 +183,17 @@ def test_a_label_on_a_later_copy_gives_the_point_its_values():
     node_60 = np.zeros((1, 90))
     node_60[0, 60] = 1.0
     assert_allclose(clf.posterior_cov(X[[0]]), clf.posterior_.latent_cov(node_60), rtol=1e-12)
+    near = X[[0]] + 0.05  # a new point: interpolated, its weight on node 0 moved to node 60
+    weights = clf.graph_.interpolation_weights(near).toarray()
+    assert weights[0, 0] > 0
+    weights[0, 60] += weights[0, 0]
+    weights[0, 0] = 0.0
+    for copy in range(60, 90):  # the copies of unlabeled points report their first copy
+        if copy != 60:
+            weights[0, copy - 60] += weights[0, copy]
+            weights[0, copy] = 0.0
+    assert_allclose(clf.decision_function(near), weights @ raw, rtol=1e-12)
+    assert_allclose(clf.posterior_cov(near), clf.posterior_.latent_cov(weights), rtol=1e-12)
 
 
 def test_copies_with_different_labels_keep_their_own_values():
