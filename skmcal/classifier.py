@@ -6,7 +6,8 @@ import logging
 import os
 import time
 import warnings
-from contextlib import nullcontext
+from contextlib import ExitStack
+from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -36,6 +37,7 @@ from .evidence import (
     select_full_hyperparameters,
     select_hyperparameters,
     select_sum_hyperparameters,
+    sum_loo_means,
     unit_scale,
 )
 from .fitting import fit_posterior, posterior_around, remainder_variance
@@ -94,6 +96,19 @@ AUTO_SUM_MAX_NODES = 100_000
 #: ``SpectralGraphClassifier._choose_kernel()``); the first one where there is no
 #: choice to make.
 AUTO_KERNELS = ("gaussian", "cosine")
+
+#: ``(scale_neighbor, scale_factor)`` of the narrower Gaussian graph that
+#: ``kernel="auto"`` weighs against the Gaussian one in the summed model's phase
+#: (``model_ == "sum"``): the steepest of the scales of
+#: ``benchmarks/bench_graph_scale.py``, the most accurate there on MNIST-test
+#: (.955 / .961 / .971 against .939 / .949 / .968 at 100 / 200 / 500 labels
+#: with model change), not on Binary-Clusters.
+AUTO_NARROW_SCALE = (9, 0.25)
+
+#: The margin of :func:`~skmcal.classifier.significantly_better` by which the
+#: narrower graph's leave-one-out predictions of the labels must beat the
+#: kernel's graph for ``kernel="auto"`` to take it.
+AUTO_SCALE_Z = 2.0
 
 #: ``kernel="auto"`` builds the graph of every kernel of :data:`AUTO_KERNELS` up to
 #: this many nodes; on more nodes it takes the Gaussian kernel. Each graph costs a
@@ -154,6 +169,47 @@ def _check_tau_gamma(loss, tau, gamma):
             f"that float64 holds with 6 significant digits. Use tau >= "
             f"{np.sqrt(2.0 / CE_MAX_CONDITION):.1e}."
         )
+
+
+def significantly_better(correct, baseline, z=AUTO_SCALE_Z) -> bool:
+    """Whether ``correct`` beats ``baseline`` by a sign test on the labels they disagree on.
+
+    Of the labels where exactly one of the two is right, ``b`` favour ``correct``
+    and ``a`` ``baseline``; the test passes when ``b - a >= z sqrt(a + b)`` and
+    ``b > a`` (under equal accuracy, ``b - a`` has mean 0 and standard deviation
+    ``sqrt(a + b)``). With ``z = 2``, four labels right on one side and none on
+    the other are the least that passes.
+
+    Parameters
+    ----------
+    correct, baseline : array-like of bool of shape (n_labels,)
+        Whether each label is predicted right under the two models.
+    z : float, default=AUTO_SCALE_Z
+        The margin in standard deviations, non-negative.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> significantly_better([1, 1, 1, 1, 0], [0, 0, 0, 0, 0])
+    True
+    >>> significantly_better([1, 1, 1, 0, 0], [0, 0, 0, 0, 1])
+    False
+    """
+    correct = np.asarray(correct, dtype=bool)
+    baseline = np.asarray(baseline, dtype=bool)
+    if correct.shape != baseline.shape or correct.ndim != 1:
+        raise ValueError(
+            f"correct and baseline must be 1-D of one length; got shapes {correct.shape} "
+            f"and {baseline.shape}."
+        )
+    if not (np.isfinite(z) and z >= 0):
+        raise ValueError(f"z must be a non-negative float; got {z!r}.")
+    b = int(np.sum(correct & ~baseline))
+    a = int(np.sum(baseline & ~correct))
+    return b > a and b - a >= z * np.sqrt(a + b)
 
 
 def _is_nan(value) -> bool:
@@ -1025,20 +1081,29 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             return self._grid_start(warm_on, model, loss)
 
         grids = {}  # grids of this fit, shared by the kernel's choice and tau/gamma's
+        candidates = [graph]
         if self._chooses_kernel(nodes.n_nodes):
             graph = self._choose_kernel(
                 nodes, graph, labeled_nodes, codes, classes.size, level, grids, grid_start_on
             )
-        signature = signature_on(graph)
-        warm = self.warm_start and getattr(self, "_fit_signature", None) == signature
+            candidates = [graph]
+            narrow = self._narrow_graph(nodes, graph) if model == "sum" else None
+            if narrow is not None:
+                candidates.append(narrow)
+        warm = self.warm_start and getattr(self, "_fit_signature", None) in [
+            signature_on(g) for g in candidates
+        ]
         start = time.perf_counter()
         # The full-graph models share the graph's sparse solver (its cached Green's
         # columns and preconditioners) with every fit on the graph: one at a time.
-        shared = model != "spectral"
-        with solver_for(graph.weights).lock if shared else nullcontext():
+        with ExitStack() as locks:
+            if model != "spectral":
+                for g in candidates:  # always in this order: the incumbent, then the narrow
+                    locks.enter_context(solver_for(g.weights).lock)
             if model == "sum":
-                posterior, tau, gamma = self._fit_sum(loss, graph, labeled_nodes, codes,
-                                                      classes.size, warm)  # fmt: skip
+                posterior, tau, gamma, graph = self._fit_sum(
+                    loss, candidates, labeled_nodes, codes, classes.size, warm, level
+                )
             else:
                 tau, gamma, grid_map = self._select_hyperparameters(
                     model, loss, graph, labeled_nodes, codes, classes.size, warm, grids
@@ -1047,6 +1112,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                     model, loss, graph, labeled_nodes, codes, classes.size, tau, gamma,
                     self.posterior_ if warm else None, grid_map,
                 )  # fmt: skip
+        signature = signature_on(graph)
         logger.log(
             level, "Model fit (%s, loss=%s, %d labeled nodes): %d iterations, %.2f s.",
             model, loss_name, labeled_nodes.size, posterior.n_iter,
@@ -1167,10 +1233,15 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             SUM_GAMMAS if gamma is None else (gamma,),
         )
 
-    def _fit_sum(self, loss, graph, labeled_nodes, codes, n_classes, warm):
+    def _fit_sum(self, loss, candidates, labeled_nodes, codes, n_classes, warm, level):
         """``model="sum"``: hyperparameters by the leave-one-out density, the posterior
         mean, and the spectral Laplace covariance around it (with the prior's remainder
-        as white noise); returns ``(posterior, tau_, gamma_)``.
+        as white noise); returns ``(posterior, tau_, gamma_, graph)``.
+
+        ``candidates``: the graph of the kernel in use, and with ``kernel="auto"``
+        possibly the Gaussian graph of narrower scale (``_narrow_graph()``); the
+        graph fitted is chosen among them at each search of the grid
+        (``_choose_scale()``), and kept with the grid's choice on warm refits.
 
         The grid (:data:`~skmcal.evidence.DEFAULT_TAUS` capped as for the
         spectral model, :data:`~skmcal.evidence.SUM_FULL_TAUS`,
@@ -1186,27 +1257,21 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         nodes and 500 labels).
         """
         targets = loss.encode(codes, n_classes)
-        solver = solver_for(graph.weights)
-        taus_s, taus_f, gammas = self._sum_grids(graph)
         n_labeled = labeled_nodes.size
         given = self.tau != "auto" and self.gamma != "auto"
         last = getattr(self, "_auto_choice", None) if warm and not given else None
-        if last is not None and n_labeled < AUTO_REUSE_GROWTH * last[0]:
-            tau_s, tau_f, eps, g = last[1]
+        kept = [g for g in candidates if last is not None and g.params == last[2]]
+        if kept and n_labeled < AUTO_REUSE_GROWTH * last[0]:
+            graph, (tau_s, tau_f, eps, g) = kept[0], last[1]
         else:
-            nodes = np.unique(labeled_nodes)
-            if not solver.greens_fit(len(taus_f), nodes.size):
-                taus_f = [last[1][1] if last is not None else taus_f[len(taus_f) // 2]]
-            spectral = [spectral_block(graph.eigenvalues, graph.eigenvectors, labeled_nodes, t)
-                        for t in taus_s]  # fmt: skip
-            full = [green_block(graph.weights, labeled_nodes, t, tol=self.tol, solver=solver)
-                    for t in taus_f]  # fmt: skip
-            i, j, eps, g, _, _ = select_sum_hyperparameters(
-                [unit_scale(K) * K for K in spectral], [unit_scale(K) * K for K in full],
-                targets, SUM_EPSILONS, gammas, criterion="loo",
-            )  # fmt: skip
-            tau_s, tau_f = float(taus_s[i]), float(taus_f[j])
-            self._auto_choice = (n_labeled, (tau_s, tau_f, eps, g))
+            searches = [
+                self._sum_search(graph, labeled_nodes, codes, targets, last, len(candidates) > 1)
+                for graph in candidates
+            ]
+            chosen = self._choose_scale(candidates, searches, level)
+            graph, (tau_s, tau_f, eps, g) = candidates[chosen], searches[chosen][0]
+            self._auto_choice = (n_labeled, (tau_s, tau_f, eps, g), graph.params)
+        solver = solver_for(graph.weights)
         fit = fit_sum_graph(
             graph.eigenvalues, graph.eigenvectors, graph.weights, labeled_nodes, targets,
             tau_s, tau_f, eps, g, tol=self.tol, solver=solver,
@@ -1228,7 +1293,64 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma, fit.latent,
             n_threads=self._n_threads(), n_iter=0, converged=fit.converged, nugget=nugget,
         )  # fmt: skip
-        return posterior, tau_s, float(gamma)
+        return posterior, tau_s, float(gamma), graph
+
+    def _sum_search(self, graph, labeled_nodes, codes, targets, last, compare):
+        """The summed model's grid search on ``graph``: ``((tau_s, tau_f, eps, gamma),
+        correct)``, ``correct`` (with ``compare``, else None) whether each label's
+        leave-one-out mean (:func:`~skmcal.evidence.sum_loo_means`) at the chosen
+        point predicts its class. ``last``: the previous choice (its ``tau_f`` stands
+        in for the full-graph grid where the Green's columns would not fit)."""
+        solver = solver_for(graph.weights)
+        taus_s, taus_f, gammas = self._sum_grids(graph)
+        if not solver.greens_fit(len(taus_f), np.unique(labeled_nodes).size):
+            taus_f = [last[1][1] if last is not None else taus_f[len(taus_f) // 2]]
+        spectral = [spectral_block(graph.eigenvalues, graph.eigenvectors, labeled_nodes, t)
+                    for t in taus_s]  # fmt: skip
+        full = [green_block(graph.weights, labeled_nodes, t, tol=self.tol, solver=solver)
+                for t in taus_f]  # fmt: skip
+        spectral = [unit_scale(K) * K for K in spectral]
+        full = [unit_scale(K) * K for K in full]
+        i, j, eps, g, _, _ = select_sum_hyperparameters(
+            spectral, full, targets, SUM_EPSILONS, gammas, criterion="loo"
+        )
+        correct = None
+        if compare:
+            means = sum_loo_means(spectral[i], full[j], targets, eps, g)
+            guess = np.argmax(means, axis=1) if means.shape[1] > 1 else (means[:, 0] > 0)
+            correct = guess == codes
+        return (float(taus_s[i]), float(taus_f[j]), eps, g), correct
+
+    def _narrow_graph(self, nodes, graph):
+        """The Gaussian graph of :data:`~skmcal.classifier.AUTO_NARROW_SCALE` that
+        ``kernel="auto"`` weighs against ``graph`` in the summed model's phase; None
+        where ``graph`` is not Gaussian or already has that scale."""
+        if graph.params.kernel != "gaussian":
+            return None
+        scale_neighbor, scale_factor = AUTO_NARROW_SCALE
+        params = replace(
+            graph.params,
+            scale_neighbor=min(scale_neighbor, nodes.n_nodes - 1),
+            scale_factor=float(scale_factor),
+        )
+        return None if params == graph.params else self._cached_graph(nodes, params)
+
+    def _choose_scale(self, candidates, searches, level):
+        """The index of the graph the summed model fits: the first (the kernel's), unless
+        the second one's leave-one-out predictions of the labels are significantly
+        better (:func:`~skmcal.classifier.significantly_better`)."""
+        if len(candidates) == 1:
+            return 0
+        incumbent, challenger = searches[0][1], searches[1][1]
+        chosen = int(significantly_better(challenger, incumbent))
+        logger.log(
+            level, "Graph scale by the labels' leave-one-out predictions: %d and %d of %d "
+            "right (scale_factor %g and %g): scale_factor %g.",
+            incumbent.sum(), challenger.sum(), incumbent.size,
+            candidates[0].params.scale_factor, candidates[1].params.scale_factor,
+            candidates[chosen].params.scale_factor,
+        )  # fmt: skip
+        return chosen
 
     # -------------------------------------------------------------- predict
     def _row_weights(self, X):

@@ -648,6 +648,50 @@ def sum_loo_log_density(spectral, full, targets, eps: float, gamma: float) -> fl
     return float(_eigen_scores(spectral + eps * full, Y, [gamma], loo=True)[0][0])
 
 
+def sum_loo_means(spectral, full, targets, eps: float, gamma: float) -> np.ndarray:
+    """The leave-one-out predictive mean of every label under the summed prior.
+
+    With ``S = K + gamma^2 I`` (``K = K_s + eps K_f`` as in
+    :func:`sum_log_evidence`), the mean of label ``i`` given the others is
+    ``y_i - r_i``, ``r_i = [S^-1 y]_i / [S^-1]_ii`` (the residual of
+    :func:`sum_loo_log_density`); it does not depend on the amplitude. The
+    classifier's ``kernel="auto"`` compares graphs by the labels these means
+    predict (``SpectralGraphClassifier._choose_scale()``).
+
+    Parameters
+    ----------
+    spectral, full, targets, eps, gamma
+        As :func:`sum_log_evidence`.
+
+    Returns
+    -------
+    ndarray of shape (n_labeled, n_columns)
+        One column per target column (one for a 1-D ``targets``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Ks = np.array([[1.0, 0.8], [0.8, 1.0]])
+    >>> Kf = np.array([[1.0, 0.1], [0.1, 1.0]])
+    >>> sum_loo_means(Ks, Kf, np.array([1.0, -1.0]), 0.5, 0.1).round(4).ravel().tolist()
+    [-0.5629, 0.5629]
+    """
+    spectral, full, Y = _check_sum(spectral, full, targets, eps)
+    _check_positive("gamma", gamma)
+    d, Q = np.linalg.eigh(spectral + eps * full)
+    alpha, precision = _loo_terms(np.maximum(d, 0.0), Q, Q.T @ Y, [gamma])
+    return Y - alpha[0] / precision[0][:, None]
+
+
+def _loo_terms(d, Q, QY, gammas):
+    """``(S^-1 Y, diag(S^-1))`` at every gamma (leading axis) from ``K = Q diag(d) Q'``,
+    ``S = K + gamma^2 I``: the leave-one-out residuals are their ratio."""
+    inverse = 1.0 / (d + np.asarray(gammas)[:, None] ** 2)  # eigenvalues of S^-1 per gamma
+    precision = inverse @ (Q * Q).T
+    alpha = np.einsum("im,gm,mc->gic", Q, inverse, QY)
+    return alpha, precision
+
+
 def _eigen_scores(K, Y, gammas, loo=False):
     """``(score, amplitude)`` at every gamma from one ``eigh(K)``: :func:`sum_log_evidence`,
     or with ``loo`` :func:`sum_loo_log_density`."""
@@ -662,8 +706,7 @@ def _eigen_scores(K, Y, gammas, loo=False):
         amplitude = np.maximum(inverse @ np.sum(QY**2, axis=1), tiny) / (k * n)
         logdet = -np.sum(np.log(inverse), axis=1)
         return -0.5 * k * n * (np.log(amplitude) + 1.0 + _LOG_2PI) - 0.5 * k * logdet, amplitude
-    precision = inverse @ (Q * Q).T  # [S^-1]_ii, one row per gamma
-    alpha = np.einsum("im,gm,mc->gic", Q, inverse, QY)  # S^-1 Y
+    alpha, precision = _loo_terms(d, Q, QY, gammas)  # S^-1 Y and [S^-1]_ii per gamma
     ratios = np.sum(alpha**2 / precision[:, :, None], axis=(1, 2))  # r^2 / s = alpha^2 / [S^-1]_ii
     amplitude = np.maximum(ratios, tiny) / (k * n)
     score = 0.5 * k * np.sum(np.log(precision), axis=1) - 0.5 * k * n * (

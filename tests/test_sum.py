@@ -311,7 +311,7 @@ def test_sum_refits_reuse_the_auto_choice(monkeypatch):
     monkeypatch.setattr(module, "select_sum_hyperparameters", counting)
     X, y, y_true = _data()
     order = np.flatnonzero(y == -1)
-    clf = SpectralGraphClassifier("mgr", model="sum", n_eigs=10, cache=False)
+    clf = SpectralGraphClassifier("mgr", model="sum", kernel="gaussian", n_eigs=10, cache=False)
     for extra in (0, 1, 2, 3):
         more = y.copy()
         more[order[:extra]] = y_true[order[:extra]]
