@@ -25,7 +25,7 @@ test: $(STAMP)
 # The HTML documentation in docs/_build/html, warnings as errors; the gallery
 # (examples/) runs while it builds.
 docs: $(STAMP)
-	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
+	$(PY) -m sphinx -n -W --keep-going -b html docs docs/_build/html
 
 # The sdist and wheel in dist/, checked by twine.
 dist: $(STAMP)

@@ -1,5 +1,6 @@
 """Sphinx configuration of the skmcal documentation (``make docs``)."""
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -23,6 +24,16 @@ extensions = [
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "**/sg_execution_times.rst", "sg_execution_times.rst"]
 autosummary_generate = True
+# The fields of the dataclasses with a page of their own, which the class
+# template (_templates/autosummary/class.rst) leaves out of the summary tables:
+# the class docstring describes them ("Attributes"), they have no entry to link to.
+autosummary_context = {
+    "dataclass_fields": {
+        f"skmcal.{name}": [field.name for field in dataclasses.fields(obj)]
+        for name in skmcal.__all__
+        if isinstance(obj := getattr(skmcal, name), type) and dataclasses.is_dataclass(obj)
+    }
+}
 autodoc_default_options = {"members": True, "inherited-members": False}
 autodoc_typehints = "none"
 numpydoc_show_class_members = False

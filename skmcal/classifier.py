@@ -84,6 +84,9 @@ MODELS = ("spectral", "full", "poisson", "sum", "auto")
 #: batch; Laplace learning degenerates at low label rates). With more labels
 #: the full graph's part is the more accurate (no truncation to saturate).
 AUTO_SUM_MIN_LABELS = 50
+
+#: Labels per class ``model="auto"`` waits for before the summed prior (see
+#: :data:`~skmcal.classifier.AUTO_SUM_MIN_LABELS`).
 AUTO_SUM_LABELS_PER_CLASS = 5
 
 #: ``model="auto"`` keeps the spectral model on more nodes than this: the
@@ -302,7 +305,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         Laplace covariance of ``loss`` evaluated around the model's latent values (see
         :func:`skmcal.fitting.posterior_around`). ``auto`` (the default): the spectral
         model while the labels number fewer than ``max(50, 5 * n_classes)``
-        (:data:`~skmcal.classifier.AUTO_SUM_MIN_LABELS`, :data:`AUTO_SUM_LABELS_PER_CLASS`),
+        (:data:`~skmcal.classifier.AUTO_SUM_MIN_LABELS`,
+        :data:`~skmcal.classifier.AUTO_SUM_LABELS_PER_CLASS`),
         ``sum`` from there on with ``gr``, ``mgr`` or ``loss="auto"`` on at
         most :data:`~skmcal.classifier.AUTO_SUM_MAX_NODES` (100,000) nodes; ``spectral`` with
         the other losses and on more nodes (its cost does not grow with the

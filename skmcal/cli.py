@@ -7,7 +7,7 @@ The ``skmcal`` command and ``python -m skmcal`` are the same program.
 the configuration to ``--out`` (resuming a run already there), draws the
 accuracy curves and the points chosen in the first trial (in spectral
 coordinates for data of more than two dimensions, up to
-:data:`CHOICES_PLOT_MAX_NODES` nodes), both titled with the data set's name
+``CHOICES_PLOT_MAX_NODES`` nodes), both titled with the data set's name
 or file, and prints a table of the final accuracy and the time per
 iteration::
 

@@ -20,7 +20,7 @@ classifier's default ``"auto"``).
 validated settings (what ``config.json`` records); :class:`ResultStore`, the
 rows of the run and its resumable CSV files; and the loop of each (trial,
 strategy) run. Candidates are drawn and batches chosen by the same rules as
-the strategies' own (:mod:`skmcal.selection`).
+the strategies' own (``skmcal.selection``).
 
 Output folder (when ``out`` is given):
 
@@ -107,13 +107,13 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Columns of ``results.csv`` and of :attr:`ExperimentResult.results`.
+#: Columns of ``results.csv`` and of the ``results`` of an :class:`ExperimentResult`.
 RESULT_COLUMNS = ("trial", "iteration", "n_labeled", "strategy", "accuracy", "time")
 
-#: Columns of ``choices.csv`` and of :attr:`ExperimentResult.choices`.
+#: Columns of ``choices.csv`` and of the ``choices`` of an :class:`ExperimentResult`.
 CHOICE_COLUMNS = ("trial", "strategy", "iteration", "node")
 
-#: Columns of ``stops.csv`` and of :attr:`ExperimentResult.stops`.
+#: Columns of ``stops.csv`` and of the ``stops`` of an :class:`ExperimentResult`.
 STOP_COLUMNS = ("trial", "strategy", "iteration", "rule")
 
 RESULTS_FILE = "results.csv"
@@ -1529,7 +1529,7 @@ def run_experiment(
         from ``SeedSequence([seed, t, 1])``, the same for every strategy of
         trial ``t``); a run ends at the first iteration where one says stop,
         ``iterations`` being then the most. Recorded in ``stops.csv`` and
-        :attr:`ExperimentResult.stops`.
+        in the ``stops`` of the result.
     out : str or path-like, default=None
         Output folder (created): ``results.csv``, ``choices.csv``,
         ``config.json``, written as the run goes. An existing run with the

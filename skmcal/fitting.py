@@ -294,7 +294,8 @@ def _newton(problem, x0, max_iter, tol):
     return x, factor, max_iter, False
 
 
-#: The posterior family of each loss family (:attr:`BinaryLoss.family`).
+#: The posterior family of each loss family (the ``family`` of a loss, see
+#: :mod:`skmcal.losses`).
 FAMILIES = {"rank_one": RankOnePosterior, "softmax": SoftmaxPosterior}
 
 

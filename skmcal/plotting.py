@@ -102,7 +102,7 @@ def plot_accuracy(
     ----------
     results : pandas.DataFrame
         Columns ``trial``, ``n_labeled``, ``strategy`` and ``accuracy``, as
-        in :attr:`skmcal.experiment.ExperimentResult.results`.
+        in the ``results`` of an :class:`~skmcal.experiment.ExperimentResult`.
     path : str or path-like, default=None
         The PNG file to write (its folder is created); None returns the figure.
     title : str, default=None
@@ -266,8 +266,9 @@ def plot_choices(
         Their true labels.
     choices : pandas.DataFrame or mapping
         A DataFrame with columns ``trial``, ``strategy``, ``iteration`` and
-        ``node`` (:attr:`skmcal.experiment.ExperimentResult.choices`; rows of
-        iteration 0 are the initial labels), or a mapping ``strategy ->
+        ``node`` (the ``choices`` of an
+        :class:`~skmcal.experiment.ExperimentResult`; rows of iteration 0 are
+        the initial labels), or a mapping ``strategy ->
         indices of the chosen points`` in the order they were picked.
     path : str or path-like, default=None
         The PNG file to write (its folder is created); None returns the figure.

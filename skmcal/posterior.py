@@ -228,7 +228,7 @@ class LaplacePosterior:
     offset_coef: np.ndarray | float | None = None
 
     #: Whether approximate (single-precision) values are worth computing
-    #: before exact ones (:func:`skmcal.acquisition` screening).
+    #: before exact ones (:mod:`skmcal.acquisition` screening).
     screening = False
 
     def __repr__(self) -> str:
@@ -337,7 +337,8 @@ class LaplacePosterior:
 
 # ------------------------------------------------------------ rank-one family
 #: The rank-one family scores candidates in pieces of ``SCORE_CHUNK`` (each
-#: ~M^2 work per candidate, several pieces at once on :attr:`n_threads`).
+#: ~M^2 work per candidate, several pieces at once on the posterior's ``n_threads``
+#: threads; see :class:`LaplacePosterior`).
 SCORE_CHUNK = 8192
 
 

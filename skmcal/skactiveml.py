@@ -158,7 +158,8 @@ class GraphQueryStrategy(SingleAnnotatorPoolQueryStrategy):
     See Also
     --------
     skactiveml_classifier : The matching classifier.
-    skmcal.query.model_change : The strategy functions.
+    skmcal.model_change, skmcal.vopt, skmcal.sopt : The strategy functions.
+    skmcal.uncertainty, skmcal.random_sampling : The other strategy functions.
     """
 
     def __init__(

@@ -216,8 +216,11 @@ class ChangeSplit:
 class SoftmaxPosterior(LaplacePosterior):
     """The ce posterior: ``cov`` is ``(n_c M, n_c M)``, class-major.
 
-    Attributes (besides those of :class:`~skmcal.posterior.LaplacePosterior`)
-    ---------------------------------------------------------------------------
+    It has the attributes of :class:`~skmcal.posterior.LaplacePosterior`, and
+    one more.
+
+    Attributes
+    ----------
     forms : KeptForms or None
         float32 forms of some nodes, kept up to date by :meth:`look_ahead`
         (see :meth:`prepare`).

@@ -1,5 +1,7 @@
 """The documentation builds, warnings as errors, gallery included (as `make docs`).
 
+The build is nitpicky (``-n``): a cross-reference without a target fails it.
+
 The docs and the examples are copied into a temporary folder first, so that
 the build (sphinx-gallery writes its pages next to the sources) leaves the
 checkout untouched. Skipped where Sphinx and its extensions are not
@@ -23,7 +25,7 @@ def test_docs_build_without_warnings(tmp_path):
     for folder in ("docs", "examples"):
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns(*GENERATED))
     out = tmp_path / "html"
-    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html"]
+    command = [sys.executable, "-m", "sphinx", "-n", "-W", "--keep-going", "-q", "-b", "html"]
     build = subprocess.run(
         [*command, str(tmp_path / "docs"), str(out)], capture_output=True, text=True
     )
