@@ -212,7 +212,7 @@ def significantly_better(correct, baseline, z=AUTO_SCALE_Z) -> bool:
         raise ValueError(f"z must be a non-negative float; got {z!r}.")
     b = int(np.sum(correct & ~baseline))
     a = int(np.sum(baseline & ~correct))
-    return b > a and b - a >= z * np.sqrt(a + b)
+    return bool(b > a and b - a >= z * np.sqrt(a + b))
 
 
 def _is_nan(value) -> bool:
@@ -343,7 +343,14 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         of each fit is in ``kernel_``. It costs a second graph and
         spectrum (5 s for the 10,000 x 784 MNIST test set on 2 cores); see the
         user guide, "The model", for what it chose and gained in
-        ``benchmarks/bench_accuracy.py``.
+        ``benchmarks/bench_accuracy.py``. With the summed model, a Gaussian
+        choice is weighed once more against the Gaussian graph of a
+        narrower scale (:data:`~skmcal.classifier.AUTO_NARROW_SCALE`:
+        ``scale_neighbor=9``, ``scale_factor=0.25``), taken where it predicts
+        the labels left out one at a time significantly better
+        (:func:`~skmcal.classifier.significantly_better`); ``graph_.params``
+        has the scale in use. That costs a third graph, and the summed
+        model's grid search on it.
     n_neighbors : int, default=10
         Neighbours of each node in the kNN graph (the paper: 10; 15 for
         hyperspectral data). Clipped, with a warning, to ``n_nodes - 1``.
