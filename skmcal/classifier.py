@@ -1335,15 +1335,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     def _narrow_graph(self, nodes, graph):
         """The Gaussian graph of :data:`~skmcal.classifier.AUTO_NARROW_SCALE` that
         ``kernel="auto"`` weighs against ``graph`` in the summed model's phase; None
-        where ``graph`` is not Gaussian or already has that scale."""
-        if graph.params.kernel != "gaussian":
-            return None
+        where ``graph`` is not Gaussian, already has that scale, or its nodes hold
+        too few distinct points for it (its scale neighbour would be clipped)."""
         scale_neighbor, scale_factor = AUTO_NARROW_SCALE
-        params = replace(
-            graph.params,
-            scale_neighbor=min(scale_neighbor, nodes.n_nodes - 1),
-            scale_factor=float(scale_factor),
-        )
+        n_points = nodes.n_nodes if graph.point_nodes is None else graph.point_nodes.size
+        if graph.params.kernel != "gaussian" or scale_neighbor >= n_points:
+            return None
+        params = replace(graph.params, scale_neighbor=scale_neighbor, scale_factor=scale_factor)
         return None if params == graph.params else self._cached_graph(nodes, params)
 
     def _choose_scale(self, candidates, searches, level):

@@ -212,3 +212,23 @@ def test_a_cosine_choice_has_no_narrow_rival(monkeypatch):
     np.testing.assert_array_equal(
         clf.predict_proba(X), _explicit(X, y, "cosine").predict_proba(X)
     )
+
+
+@pytest.mark.parametrize("n_points", [8, 9])
+def test_no_narrow_graph_on_too_few_distinct_points(monkeypatch, n_points):
+    """Below ten distinct points the narrow scale's 9th neighbour does not exist: the
+    first graph alone, and no warning about a scale_neighbor the user never set."""
+    rng = np.random.RandomState(0)
+    half = n_points // 2
+    X = np.vstack([rng.randn(half, 2) * 0.3 + 5, rng.randn(n_points - half, 2) * 0.3 + [5, 8]])
+    y = np.repeat([0, 1], [half, n_points - half])
+    X, y = np.vstack([X, X[:3]]), np.r_[y, y[:3]]  # three copies: 11 or 12 nodes
+    calls = []
+    monkeypatch.setattr(
+        module, "significantly_better", lambda correct, baseline: calls.append(1) or True
+    )
+    with pytest.warns(UserWarning) as caught:
+        clf = SpectralGraphClassifier("mgr", model="sum", kernel="auto", n_eigs=5).fit(X, y)
+    assert clf.kernel_ == "gaussian" and calls == []
+    assert clf.graph_.params.scale_neighbor < AUTO_NARROW_SCALE[0]
+    assert not any("scale_neighbor=9" in str(w.message) for w in caught)
