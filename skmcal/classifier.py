@@ -1092,15 +1092,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             return self._grid_start(warm_on, model, loss)
 
         grids = {}  # grids of this fit, shared by the kernel's choice and tau/gamma's
-        candidates = [graph]
-        if self._chooses_kernel(nodes.n_nodes):
+        chooses = self._chooses_kernel(nodes.n_nodes)
+        if chooses:
             graph = self._choose_kernel(
                 nodes, graph, labeled_nodes, codes, classes.size, level, grids, grid_start_on
             )
-            candidates = [graph]
-            narrow = self._narrow_graph(nodes, graph) if model == "sum" else None
-            if narrow is not None:
-                candidates.append(narrow)
+        narrow = self._narrow_graph(nodes, graph) if chooses and model == "sum" else None
+        candidates = [graph] if narrow is None else [graph, narrow]
         warm = self.warm_start and getattr(self, "_fit_signature", None) in [
             signature_on(g) for g in candidates
         ]
@@ -1338,8 +1336,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         where ``graph`` is not Gaussian, already has that scale, or its nodes hold
         too few distinct points for it (its scale neighbour would be clipped)."""
         scale_neighbor, scale_factor = AUTO_NARROW_SCALE
-        n_points = nodes.n_nodes if graph.point_nodes is None else graph.point_nodes.size
-        if graph.params.kernel != "gaussian" or scale_neighbor >= n_points:
+        if graph.params.kernel != "gaussian" or scale_neighbor >= graph.n_points:
             return None
         params = replace(graph.params, scale_neighbor=scale_neighbor, scale_factor=scale_factor)
         return None if params == graph.params else self._cached_graph(nodes, params)

@@ -692,6 +692,11 @@ class SpectralGraph:
         """Number of nodes."""
         return self.eigenvectors.shape[0]
 
+    @property
+    def n_points(self) -> int:
+        """Number of distinct points (equal nodes are one point)."""
+        return self.n_nodes if self.point_nodes is None else self.point_nodes.size
+
     def neighbor_index(self):
         """The fitted neighbour search over the distinct points, fitted now if missing.
 
@@ -882,8 +887,9 @@ class SpectralGraph:
         match = dist[:, 0] <= tolerance
         weights[match] = 0.0
         rows = np.repeat(np.arange(n), k)
-        n_points = self.n_nodes if self.point_nodes is None else self.point_nodes.size
-        near = sp.csr_matrix((weights.ravel(), (rows, ind[:, :k].ravel())), shape=(n, n_points))
+        near = sp.csr_matrix(
+            (weights.ravel(), (rows, ind[:, :k].ravel())), shape=(n, self.n_points)
+        )
         nearest = ind[match, 0]
         if self.node_points is not None:
             # Equal nodes share a point: a neighbouring point weighs on each of

@@ -226,9 +226,11 @@ def test_point_sources_against_a_loop():
         equal = [j for j in range(70) if np.array_equal(X[j], X[i])]
         expected = i if i in labeled else min([j for j in equal if j in labeled] or equal)
         assert source[i] == expected, i
+    assert clf.graph_.n_points == np.unique(X, axis=0).shape[0] < 70
     distinct = SpectralGraphClassifier("gr", n_eigs=5).fit(X[:10] + np.arange(10)[:, None],
                                                            np.r_[0, 1, [-1] * 8])
     assert distinct.graph_.point_sources(distinct.labeled_nodes_) is None
+    assert distinct.graph_.n_points == distinct.graph_.n_nodes == 10
 
 
 # ================================================== 2. out-of-sample predictions
