@@ -108,6 +108,16 @@ AUTO_KERNELS = ("gaussian", "cosine")
 #: with model change), not on Binary-Clusters.
 AUTO_NARROW_SCALE = (9, 0.25)
 
+#: ``kernel="auto"`` weighs the narrower Gaussian graph
+#: (:data:`~skmcal.classifier.AUTO_NARROW_SCALE`) on at most this many nodes,
+#: beyond :data:`~skmcal.classifier.AUTO_KERNEL_MAX_NODES` too (where the
+#: Gaussian kernel is taken without a choice): the narrow graph shares the
+#: Gaussian graph's kNN search (:data:`~skmcal.graph.KNN_SEARCHES`), and costs
+#: its spectrum (22 s at 70,000 x 784) and its grid searches. On Fashion-MNIST
+#: (70,000) it took a run of ``benchmarks/bench_accuracy.py``'s ``default`` to
+#: 500 labels from 57 to 155 s, for +1.3 to +2.6 points at 500 labels.
+AUTO_SCALE_MAX_NODES = 100_000
+
 #: The margin of :func:`~skmcal.classifier.significantly_better` by which the
 #: narrower graph's leave-one-out predictions of the labels must beat the
 #: kernel's graph for ``kernel="auto"`` to take it.
@@ -860,6 +870,15 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         :data:`~skmcal.classifier.AUTO_KERNEL_MAX_NODES` nodes."""
         return self.kernel == "auto" and self.neighbors is None and n_nodes <= AUTO_KERNEL_MAX_NODES
 
+    def _weighs_scale(self, n_nodes, model):
+        """Whether this fit weighs the narrower Gaussian graph (``_narrow_graph()``):
+        ``kernel="auto"``, exact neighbours, the summed model and at most
+        :data:`~skmcal.classifier.AUTO_SCALE_MAX_NODES` nodes."""
+        return (
+            self.kernel == "auto" and self.neighbors is None and model == "sum"
+            and n_nodes <= AUTO_SCALE_MAX_NODES
+        )  # fmt: skip
+
     def _grid_start(self, warm, model, loss):
         """The coefficients the spectral evidence grid of a fit starts from: the last
         fit's on a warm spectral refit of a Newton loss, else None (the prior mean)."""
@@ -1097,7 +1116,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             graph = self._choose_kernel(
                 nodes, graph, labeled_nodes, codes, classes.size, level, grids, grid_start_on
             )
-        narrow = self._narrow_graph(nodes, graph) if chooses and model == "sum" else None
+        narrow = self._narrow_graph(nodes, graph) if self._weighs_scale(nodes.n_nodes, model) else None
         candidates = [graph] if narrow is None else [graph, narrow]
         warm = self.warm_start and getattr(self, "_fit_signature", None) in [
             signature_on(g) for g in candidates

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import skmcal.classifier as module
-from skmcal import GRAPH_CACHE, NodeSet, SpectralGraphClassifier
+from skmcal import GRAPH_CACHE, NodeSet, SpectralGraphClassifier, clear_graph_cache
 from skmcal.classifier import AUTO_NARROW_SCALE, significantly_better
 from skmcal.evidence import sum_loo_means
 
@@ -173,9 +173,11 @@ def test_warm_refits_keep_the_scale_until_the_labels_grow(monkeypatch):
 
 
 def test_no_narrow_graph_where_the_kernel_is_given_or_the_model_not_summed(monkeypatch):
-    """Only kernel="auto" weighs the scale, and only for the summed model."""
+    """Only kernel="auto" weighs the scale, only for the summed model, and up to
+    ``AUTO_SCALE_MAX_NODES`` nodes (beyond the kernel choice's limit too)."""
     X, y, _ = _data()
     nodes = NodeSet(X)
+    clear_graph_cache()  # the narrow graph of earlier tests' data
     calls = []
     monkeypatch.setattr(
         module, "significantly_better", lambda correct, baseline: calls.append(1) or True
@@ -190,12 +192,21 @@ def test_no_narrow_graph_where_the_kernel_is_given_or_the_model_not_summed(monke
         clf.set_params(n_eigs=N_EIGS).fit(X, y)
         assert clf.graph_.params.scale_factor == clf.scale_factor
     assert calls == []
-    # Beyond the node limit of kernel="auto": the Gaussian graph, no second one.
+    # Beyond the kernel choice's node limit: the Gaussian kernel without a choice, and
+    # the narrow scale still weighed (one more graph) up to its own limit.
     monkeypatch.setattr(module, "AUTO_KERNEL_MAX_NODES", X.shape[0] - 1)
+    monkeypatch.setattr(
+        SpectralGraphClassifier, "_choose_kernel", lambda *a, **k: pytest.fail("kernel chosen")
+    )
     builds = GRAPH_CACHE.builds
     clf = SpectralGraphClassifier("mgr", model="sum", nodes=nodes, n_eigs=N_EIGS).fit(X, y)
+    assert clf.kernel_ == "gaussian" and clf.graph_.params.scale_factor == AUTO_NARROW_SCALE[1]
+    assert calls == [1] and GRAPH_CACHE.builds == builds + 1
+    # Beyond that one: the Gaussian graph, no second one.
+    monkeypatch.setattr(module, "AUTO_SCALE_MAX_NODES", X.shape[0] - 1)
+    clf = SpectralGraphClassifier("mgr", model="sum", nodes=nodes, n_eigs=N_EIGS).fit(X, y)
     assert clf.graph_.params.scale_factor == clf.scale_factor
-    assert calls == [] and GRAPH_CACHE.builds == builds
+    assert calls == [1] and GRAPH_CACHE.builds == builds + 1
 
 
 def test_a_cosine_choice_has_no_narrow_rival(monkeypatch):

@@ -14,7 +14,7 @@ from scipy.linalg import eigh
 from sklearn.datasets import make_moons
 from sklearn.neighbors import kneighbors_graph
 
-from skmcal import SpectralGraphClassifier
+from skmcal import SpectralGraphClassifier, clear_graph_cache
 from skmcal import graph as graph_module
 from skmcal.graph import GraphParams, build_graph, laplacian_spectrum
 
@@ -182,6 +182,40 @@ def test_classifier_builds_the_same_gaussian_graph():
     np.testing.assert_allclose(clf.graph_.weights.toarray(), W, rtol=1e-12, atol=1e-15)
     _, lam, _ = _dense_spectrum(W, 5)
     np.testing.assert_allclose(clf.eigenvalues_, lam, atol=1e-10)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "cosine"])
+def test_a_second_scale_reuses_the_knn_search(kernel, monkeypatch):
+    """Graphs of one data array that differ only in their Gaussian scale search its
+    neighbours once, and equal the graphs built with a search of their own."""
+    X = np.random.RandomState(8).randn(40, 3)
+    X[7] = X[3]  # a copy: the search runs over the distinct points
+    calls = []
+    search = graph_module._node_neighbors
+    monkeypatch.setattr(
+        graph_module, "_node_neighbors", lambda *a: calls.append(a[2]) or search(*a)
+    )
+    clear_graph_cache()
+    first = build_graph(X, _params(kernel, 5, 5, 3.0, n_eigs=4))
+    second = build_graph(X, _params(kernel, 5, 4, 0.5, n_eigs=4))
+    assert calls == [5]
+    assert second.index is None  # fitted on first use
+    np.testing.assert_array_equal(
+        second.neighbor_index().kneighbors(X[:3] * second.data_scale)[1],
+        first.index.kneighbors(X[:3] * first.data_scale)[1],
+    )
+    clear_graph_cache()  # forgets the searches too
+    fresh = build_graph(X, _params(kernel, 5, 4, 0.5, n_eigs=4))
+    assert calls == [5, 5]
+    assert abs(second.weights - fresh.weights).max() == 0
+    np.testing.assert_array_equal(second.eigenvalues, fresh.eigenvalues)
+    if kernel == "gaussian":
+        W, _ = _hand_gaussian(np.delete(X, 7, axis=0), 5, 4, 0.5)
+        points = np.delete(np.arange(40), 7)
+        np.testing.assert_allclose(second.weights[points][:, points].toarray(), W, rtol=1e-12)
+    build_graph(X.copy(), _params(kernel, 5, 4, 0.5, n_eigs=4))  # another array
+    build_graph(X, _params(kernel, 6, 4, 0.5, n_eigs=4))  # more neighbours
+    assert calls == [5, 5, 5, 6]
 
 
 def test_cosine_weights_by_hand():
@@ -510,7 +544,7 @@ def test_null_space_basis_is_one_weighted_indicator_per_component():
 _DETERMINISM_SCRIPT = """
 import hashlib, sys
 import numpy as np
-from skmcal import SpectralGraphClassifier
+from skmcal import SpectralGraphClassifier, clear_graph_cache
 from skmcal import graph
 graph.DENSE_EIGEN_MAX_NODES = 50
 rng = np.random.RandomState(0)
