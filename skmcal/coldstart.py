@@ -74,7 +74,9 @@ def _graph(nodes: NodeSet, graph_options: dict) -> SpectralGraph:
     clf = SpectralGraphClassifier(**graph_options)
     clf._validate_params()
     params = clf._graph_params(nodes.n_nodes)
-    return GRAPH_CACHE.get_or_build(nodes, params) if clf.cache else build_graph(nodes.data, params)
+    if clf.cache:
+        return GRAPH_CACHE.get_or_build(nodes, params)
+    return build_graph(nodes.data, params, reuse_search=False)
 
 
 def spectral_embedding(graph: SpectralGraph, n_components: int) -> np.ndarray:

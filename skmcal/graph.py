@@ -948,12 +948,13 @@ def _node_neighbors(params: GraphParams, data, k):
 KNN_SEARCHES = IdentityMemo(maxsize=2)
 
 
-def _searched_neighbors(params: GraphParams, data, points, k):
+def _searched_neighbors(params: GraphParams, data, points, k, reuse=True):
     """``(index, dist, ind)`` of :func:`_node_neighbors` over ``points`` (the distinct
     points of ``data``), from :data:`KNN_SEARCHES` where ``data`` was searched alike
     (then ``index`` is None: a graph fits it again on first use). A ``neighbors``
-    estimator searches every time (it may be approximate and random)."""
-    if params.neighbors is not None:
+    estimator searches every time (it may be approximate and random), and so does
+    ``reuse=False`` (a graph kept nowhere: ``cache=False``)."""
+    if params.neighbors is not None or not reuse:
         return _node_neighbors(params, points, k)
     fitted = []
 
@@ -1147,7 +1148,9 @@ def _symmetric_knn_weights(weights, ind) -> sp.csr_matrix:
     return W
 
 
-def _affinity(params: GraphParams, data, first_equal=None, level=logging.DEBUG) -> _Affinity:
+def _affinity(
+    params: GraphParams, data, first_equal=None, level=logging.DEBUG, reuse_search=True
+) -> _Affinity:
     """Symmetric affinity ``W`` of the node data, with its scales and neighbour index.
 
     Equal nodes are one point: the kNN search runs over the distinct points
@@ -1175,7 +1178,7 @@ def _affinity(params: GraphParams, data, first_equal=None, level=logging.DEBUG) 
         points = points * data_scale
     n_query = max(params.n_neighbors, params.scale_neighbor if params.kernel == "gaussian" else 0)
     timer = _Timer()
-    index, dist, ind = _searched_neighbors(params, data, points, n_query)
+    index, dist, ind = _searched_neighbors(params, data, points, n_query, reuse_search)
     if index is None:
         logger.log(
             level, "kNN search (%d neighbours) over %d points: reused (KNN_SEARCHES).",
@@ -1645,10 +1648,14 @@ def check_graph_memory(data, params: GraphParams) -> None:
     )
 
 
-def build_graph(data, params: GraphParams, first_equal=None, verbose=0) -> SpectralGraph:
+def build_graph(
+    data, params: GraphParams, first_equal=None, verbose=0, *, reuse_search=True
+) -> SpectralGraph:
     """Build the graph of ``params`` over the node data and its spectrum.
 
     ``first_equal``, if known, is :func:`~skmcal.graph.first_equal_rows` of the data.
+    ``reuse_search``: take the kNN search from, and keep it in,
+    :data:`~skmcal.graph.KNN_SEARCHES` (False: search, and keep nothing).
     Each phase (equal rows, kNN search, weights, components, spectrum) is
     logged with its time on the logger ``skmcal.graph``: at INFO with
     ``verbose``, at DEBUG otherwise (see :func:`phase_level`).
@@ -1659,7 +1666,7 @@ def build_graph(data, params: GraphParams, first_equal=None, verbose=0) -> Spect
     if first_equal is None and params.kernel != "precomputed":
         first_equal = first_equal_rows(data)
         logger.log(level, "Equal rows among %d nodes: %.2f s.", data.shape[0], timer.lap())
-    affinity = _affinity(params, data, first_equal, level)
+    affinity = _affinity(params, data, first_equal, level, reuse_search)
     if data.shape[0] > INDEX_MAX_NODES:  # fitted again on first use: neighbor_index()
         affinity.index = None
     timer.lap()
@@ -2012,7 +2019,7 @@ class GraphCache:
                 time.perf_counter() - start,
             )  # fmt: skip
         with _build_threads(params.n_jobs):
-            graph = build_graph(nodes.data, params, first_equal, verbose)
+            graph = build_graph(nodes.data, params, first_equal, verbose, reuse_search=count)
         with self._lock:
             self.builds += bool(count)
         return graph

@@ -14,7 +14,7 @@ from scipy.linalg import eigh
 from sklearn.datasets import make_moons
 from sklearn.neighbors import kneighbors_graph
 
-from skmcal import SpectralGraphClassifier, clear_graph_cache
+from skmcal import NodeSet, SpectralGraphClassifier, clear_graph_cache
 from skmcal import graph as graph_module
 from skmcal.graph import GraphParams, build_graph, laplacian_spectrum
 
@@ -216,6 +216,19 @@ def test_a_second_scale_reuses_the_knn_search(kernel, monkeypatch):
     build_graph(X.copy(), _params(kernel, 5, 4, 0.5, n_eigs=4))  # another array
     build_graph(X, _params(kernel, 6, 4, 0.5, n_eigs=4))  # more neighbours
     assert calls == [5, 5, 5, 6]
+    # A graph kept nowhere (cache=False) neither takes nor leaves a search.
+    build_graph(X, _params(kernel, 5, 4, 0.5, n_eigs=4), reuse_search=False)
+    assert calls == [5, 5, 5, 6, 5]
+    build_graph(X, _params(kernel, 5, 5, 1.0, n_eigs=4))
+    assert calls == [5, 5, 5, 6, 5]
+    nodes, y = NodeSet(X), np.r_[0, 1, np.full(38, -1)]
+    fit = {"kernel": kernel, "n_neighbors": 5, "n_eigs": 4, "nodes": nodes}
+    SpectralGraphClassifier(**fit).fit(X, y)
+    assert calls == [5, 5, 5, 6, 5, 5]
+    SpectralGraphClassifier(**fit, scale_factor=1.0, cache=False).fit(X, y)
+    assert calls == [5, 5, 5, 6, 5, 5, 5]
+    SpectralGraphClassifier(**fit, scale_factor=0.5).fit(X, y)
+    assert calls == [5, 5, 5, 6, 5, 5, 5]
 
 
 def test_cosine_weights_by_hand():
@@ -544,7 +557,7 @@ def test_null_space_basis_is_one_weighted_indicator_per_component():
 _DETERMINISM_SCRIPT = """
 import hashlib, sys
 import numpy as np
-from skmcal import SpectralGraphClassifier, clear_graph_cache
+from skmcal import NodeSet, SpectralGraphClassifier, clear_graph_cache
 from skmcal import graph
 graph.DENSE_EIGEN_MAX_NODES = 50
 rng = np.random.RandomState(0)
