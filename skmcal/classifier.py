@@ -114,8 +114,8 @@ AUTO_NARROW_SCALE = (9, 0.25)
 #: Gaussian kernel is taken without a choice): the narrow graph shares the
 #: Gaussian graph's kNN search (:data:`~skmcal.graph.KNN_SEARCHES`), and costs
 #: its spectrum (22 s at 70,000 x 784) and its grid searches. On Fashion-MNIST
-#: (70,000) it took a run of ``benchmarks/bench_accuracy.py``'s ``default`` to
-#: 500 labels from 57 to 155 s, for +1.3 to +2.6 points at 500 labels.
+#: (70,000) it took ``benchmarks/bench_accuracy.py``'s ``default`` from .785 to
+#: .802 accuracy at 500 labels (5 trials), a run to 500 labels from 55 to 145 s.
 AUTO_SCALE_MAX_NODES = 100_000
 
 #: The margin of :func:`~skmcal.classifier.significantly_better` by which the
@@ -358,9 +358,12 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         narrower scale (:data:`~skmcal.classifier.AUTO_NARROW_SCALE`:
         ``scale_neighbor=9``, ``scale_factor=0.25``), taken where it predicts
         the labels left out one at a time significantly better
-        (:func:`~skmcal.classifier.significantly_better`); ``graph_.params``
-        has the scale in use. That costs a third graph, and the summed
-        model's grid search on it.
+        (:func:`~skmcal.classifier.significantly_better`), on at most
+        :data:`~skmcal.classifier.AUTO_SCALE_MAX_NODES` (100,000) nodes with
+        ``neighbors=None`` (beyond the kernel's own limit too); ``graph_.params``
+        has the scale in use. That costs one more graph (its spectrum: it
+        shares the Gaussian graph's kNN search), and the summed model's grid
+        search on it.
     n_neighbors : int, default=10
         Neighbours of each node in the kNN graph (the paper: 10; 15 for
         hyperspectral data). Clipped, with a warning, to ``n_nodes - 1``.
@@ -1116,7 +1119,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             graph = self._choose_kernel(
                 nodes, graph, labeled_nodes, codes, classes.size, level, grids, grid_start_on
             )
-        narrow = self._narrow_graph(nodes, graph) if self._weighs_scale(nodes.n_nodes, model) else None
+        weighs = self._weighs_scale(nodes.n_nodes, model)
+        narrow = self._narrow_graph(nodes, graph) if weighs else None
         candidates = [graph] if narrow is None else [graph, narrow]
         warm = self.warm_start and getattr(self, "_fit_signature", None) in [
             signature_on(g) for g in candidates
