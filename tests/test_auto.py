@@ -57,13 +57,16 @@ def test_auto_model_is_spectral_below_the_label_threshold_and_full_from_it(monke
     assert _fit(X, y, loss=loss, model="auto").model_ == "spectral"
 
 
-def test_auto_model_takes_the_larger_of_the_two_thresholds(monkeypatch):
-    X, y = _data()
-    monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", 1)
-    monkeypatch.setattr(module, "AUTO_SUM_LABELS_PER_CLASS", N_LABELED // 3 + 1)  # 27 > 24
-    assert _fit(X, y, loss="auto", model="auto").model_ == "spectral"
-    monkeypatch.setattr(module, "AUTO_SUM_LABELS_PER_CLASS", N_LABELED // 3)  # 24
+def test_auto_model_threshold_does_not_grow_with_the_classes(monkeypatch):
+    """12 classes of 2 labels each reach the threshold of 24 labels like 3 of 8."""
+    centers = [[4.0 * (i % 4), 4.0 * (i // 4)] for i in range(12)]
+    X, y_true, labeled = blobs(12, 15, centers=centers, labels=np.arange(12), n_labeled=2)
+    y = semi_supervised(y_true, labeled)
+    assert np.count_nonzero(y != -1) == N_LABELED
+    monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", N_LABELED)
     assert _fit(X, y, loss="auto", model="auto").model_ == "sum"
+    monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", N_LABELED + 1)
+    assert _fit(X, y, loss="auto", model="auto").model_ == "spectral"
 
 
 def test_auto_model_stays_spectral_above_the_node_limit_and_with_newton_losses(monkeypatch):
