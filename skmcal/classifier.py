@@ -85,9 +85,7 @@ AUTO_REUSE_MIN_LABELS = 50
 #: each switch moves every prediction. Taking the maximum at every fit moved
 #: ``tau`` from 0.03 to 0.1 on a lead of 0.1 nats at 25 labels of a 95/5 binary
 #: set, and the next batch fell from .971 to .854 accuracy, where 0.03 gave .963
-#: (``benchmarks/bench_synthetic.py``, rare-class, uncertainty sampling). The
-#: kernel's choice (``kernel="auto"``), made again as the labels grow, keeps its
-#: kernel by the same margin.
+#: (``benchmarks/bench_synthetic.py``, rare-class, uncertainty sampling).
 AUTO_SWITCH_NATS = 1.0
 
 #: The models of the latent function (the ``model`` parameter).
@@ -368,9 +366,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         (it has its own metric), and where there are no labels to choose
         by (:func:`~skmcal.cold_start`). The cosine graph is not a candidate
         where a node has no positive affinity (a zero row). A warm refit
-        keeps the last choice until the labels grow by a quarter, and then
-        unless the other graph's evidence is larger by more than
-        :data:`~skmcal.classifier.AUTO_SWITCH_NATS`. The choice
+        keeps the last choice until the labels grow by a quarter. The choice
         of each fit is in ``kernel_``. It costs a second graph and
         spectrum (5 s for the 10,000 x 784 MNIST test set on 2 cores); see the
         user guide, "The model", for what it chose and gained in
@@ -983,11 +979,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         last choice while the number of labels has grown by less than
         :data:`AUTO_REUSE_GROWTH` since it was made, as ``tau="auto"`` does
         with the Newton losses: the choice moves slowly, and each change of
-        graph starts the model afresh. When it is made again, the last kernel
-        stays unless the other's evidence is larger by more than
-        :data:`AUTO_SWITCH_NATS` (on features of very different scales, a lead
-        of 0.4 nats took the Gaussian graph at 120 labels and cost 7.5 points
-        of accuracy in one batch, ``benchmarks/bench_synthetic.py``).
+        graph starts the model afresh.
         """
         def build(kernel):
             with warnings.catch_warnings():  # clipped n_neighbors: warned for the first graph
@@ -997,8 +989,12 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
 
         key = (graph.params.key(nodes.digest), n_classes)
         last = getattr(self, "_kernel_choice", None)
-        warm = self.warm_start and last is not None and last[0] == key
-        if warm and labeled_nodes.size < AUTO_REUSE_GROWTH * last[1]:
+        if (
+            self.warm_start
+            and last is not None
+            and last[0] == key
+            and labeled_nodes.size < AUTO_REUSE_GROWTH * last[1]
+        ):
             return graph if last[2] == graph.params.kernel else build(last[2])
         graphs, caught = {graph.params.kernel: graph}, {}
         for kernel in AUTO_KERNELS[1:]:
@@ -1013,8 +1009,6 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             for kernel, g in graphs.items()
         }
         chosen = max(evidence, key=lambda kernel: evidence[kernel])  # ties: the first
-        if warm and evidence.get(last[2], -np.inf) >= evidence[chosen] - AUTO_SWITCH_NATS:
-            chosen = last[2]  # the last choice stays within the switch margin
         logger.log(
             level, "Kernel by the evidence of %d labels: %s (log evidence %s): %.2f s.",
             labeled_nodes.size, chosen,

@@ -144,36 +144,6 @@ def test_warm_refits_reuse_the_choice_until_the_labels_grow(monkeypatch):
     assert all(kernel == "cosine" for kernel, _ in calls[1::2])
 
 
-def test_a_warm_choice_made_again_keeps_its_kernel_within_the_switch_margin(monkeypatch):
-    """At a growth step the last kernel stays unless the other's evidence leads it by
-    more than AUTO_SWITCH_NATS; a cold fit of the same labels takes the larger."""
-    X, y_true, labeled = _rays()
-    order = np.random.RandomState(0).permutation(np.setdiff1d(np.arange(y_true.size), labeled))
-    lead = {"cosine": 0.0}  # the cosine graph's evidence minus the Gaussian graph's
-
-    def scripted(self, graph, *rest):
-        return lead["cosine"] if graph.params.kernel == "cosine" else 0.0
-
-    monkeypatch.setattr(module.SpectralGraphClassifier, "_kernel_evidence", scripted)
-    margin = module.AUTO_SWITCH_NATS
-    warm = SpectralGraphClassifier(n_eigs=N_EIGS)
-    size = labeled.size
-    steps = [  # (cosine's lead, the warm choice, the cold choice)
-        (0.5 * margin, "cosine", "cosine"),
-        (-0.5 * margin, "cosine", "gaussian"),  # Gaussian ahead, within the margin
-        (-1.5 * margin, "gaussian", "gaussian"),  # beyond it
-        (0.5 * margin, "gaussian", "cosine"),
-        (1.5 * margin, "cosine", "cosine"),
-    ]
-    for cosine_lead, warm_kernel, cold_kernel in steps:
-        lead["cosine"] = cosine_lead
-        y = _labels(y_true, np.concatenate([labeled, order[: size - labeled.size]]))
-        warm.fit(X, y)
-        cold = SpectralGraphClassifier(n_eigs=N_EIGS, warm_start=False).fit(X, y)
-        assert (warm.kernel_, cold.kernel_) == (warm_kernel, cold_kernel)
-        size = int(np.ceil(module.AUTO_REUSE_GROWTH * size))  # the next fit chooses again
-
-
 def test_auto_kernel_parameter_is_validated():
     X, y_true, labeled = _rays()
     with pytest.raises(ValueError, match="'kernel' parameter"):
