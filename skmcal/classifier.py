@@ -71,22 +71,6 @@ PAPER_HYPERPARAMETERS = {
 #: A warm refit reuses the last "auto" choice until the labels grow by this factor.
 AUTO_REUSE_GROWTH = 1.25
 
-#: A warm spectral refit of a Newton loss reuses the last ``tau``/``gamma`` choice
-#: (:data:`~skmcal.classifier.AUTO_REUSE_GROWTH`) only from this many labels on;
-#: with fewer it searches the grid at every fit (about 0.1 s with 10 classes),
-#: where each batch moves the evidence most. The choice of 20 labels kept to 30
-#: held ``ce`` at .55 accuracy where a search gave .68 (10 noisy classes,
-#: ``benchmarks/bench_synthetic.py``).
-AUTO_REUSE_MIN_LABELS = 50
-
-#: A warm spectral refit's search keeps the last grid point unless another
-#: point's log evidence exceeds the last one's by more than this (nats):
-#: with few labels, near-equal evidences trade places from batch to batch, and
-#: each switch moves every prediction. Taking the maximum at every fit lost 12
-#: points of accuracy in one batch on a 95/5 binary set (``tau`` 0.03 -> 0.1,
-#: evidence -15.5 -> -15.0; ``benchmarks/bench_synthetic.py``, rare-class).
-AUTO_SWITCH_NATS = 1.0
-
 #: The models of the latent function (the ``model`` parameter).
 MODELS = ("spectral", "full", "poisson", "sum", "auto")
 
@@ -417,11 +401,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         refit with ``logistic``, ``probit`` or ``ce`` (whose evidence needs a
         Newton fit per grid point), or with ``model="full"`` (where a new
         value means a new solve from scratch), reuses the last choice until
-        the number of labels has grown by a quarter (the spectral model: from
-        :data:`~skmcal.classifier.AUTO_REUSE_MIN_LABELS` labels on; with fewer
-        it searches at every fit). A warm spectral refit that searches keeps
-        the last grid point unless another's log evidence is larger by more
-        than :data:`~skmcal.classifier.AUTO_SWITCH_NATS` (one nat). The paper's values
+        the number of labels has grown by a quarter. The paper's values
         (:data:`~skmcal.classifier.PAPER_HYPERPARAMETERS`, e.g. tau=0.005, gamma=0.5 for
         ``ce``) collapse with few labels. With
         ``ce``, at least 2.1e-5 (see Notes).
@@ -792,15 +772,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         loss or of the full-graph model reuses the last choice while the
         number of labels has grown by less than ``AUTO_REUSE_GROWTH`` since
         it was made (active learning
-        adds a few labels per refit; the choice moves slowly), and only from
-        ``AUTO_REUSE_MIN_LABELS`` labels on in the spectral model. A search on a
-        warm spectral refit keeps the last grid point unless another one's log
-        evidence exceeds it by more than ``AUTO_SWITCH_NATS``.
+        adds a few labels per refit; the choice moves slowly).
 
         ``start``: after a search on a warm spectral refit of a Newton loss, the
         grid's MAP at the choice (coefficients for ``_fit_model()`` to start
-        from); None otherwise, and where the search kept the last grid point
-        (the fit starts from the last fit's coefficients).
+        from); None otherwise.
         """
         tau, gamma = self._tau_gamma()
         if tau is not None and gamma is not None:
@@ -808,13 +784,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         n_labeled = labeled_nodes.size
         # gr/mgr: the evidence is a closed form, cheap enough for every spectral
         # fit; a full-graph refit with another (tau, gamma) would solve afresh.
-        # Few labels: a spectral refit searches every time (AUTO_REUSE_MIN_LABELS).
-        reuse = (
-            warm and (not loss.closed_form or model == "full")
-            and not (model == "spectral" and n_labeled < AUTO_REUSE_MIN_LABELS)
-        )  # fmt: skip
-        incumbent = getattr(self, "_auto_choice", None) if warm else None
-        last = incumbent if reuse else None
+        reuse = warm and (not loss.closed_form or model == "full")
+        last = getattr(self, "_auto_choice", None) if reuse else None
         if last is not None and n_labeled < AUTO_REUSE_GROWTH * last[0]:
             return last[1], last[2], None
         if model == "full" and loss.closed_form:
@@ -852,17 +823,12 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         # Newton losses, warm refit: the grid starts from the last fit's coefficients,
         # and the fit that follows from the chosen point's MAP (_fit_model takes it).
         grid_start = self._grid_start(warm, model, loss)
-        grid = (tuple(taus) if tau is None else (tau,), tuple(gammas))
-        tau, gamma, table, start = self._spectral_grid(
+        tau, gamma, _, start = self._spectral_grid(
             {} if grids is None else grids, loss, graph, labeled_nodes, codes, n_classes,
-            *grid, graph.n_nodes if relative else None, grid_start,
+            taus if tau is None else (tau,), gammas, graph.n_nodes if relative else None,
+            grid_start,
         )  # fmt: skip
-        point = np.unravel_index(np.argmax(table), table.shape)
-        if model == "spectral" and incumbent is not None and incumbent[3:4] == (grid,):
-            kept = incumbent[4]
-            if table[kept] >= table[point] - AUTO_SWITCH_NATS:  # the last choice stays
-                tau, gamma, point, start = incumbent[1], incumbent[2], kept, None
-        self._auto_choice = (n_labeled, tau, gamma, grid, point)
+        self._auto_choice = (n_labeled, tau, gamma)
         return tau, gamma, None if not (warm and model == "spectral") else start
 
     def _resolved_loss_model(self, n_nodes, n_labeled):
