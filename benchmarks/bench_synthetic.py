@@ -69,7 +69,7 @@ def _many_classes(home):
     )  # fmt: skip
 
 
-def _rounded(home, levels, **params):
+def _rounded(levels, **params):
     X, y = make_classification(**params)
     lo, hi = np.percentile(X, [1, 99], axis=0)
     return np.clip(np.round((X - lo) / (hi - lo) * levels), 0, levels), y
@@ -77,14 +77,14 @@ def _rounded(home, levels, **params):
 
 def _copies(home):
     return _rounded(
-        home, 5, n_samples=6000, n_features=8, n_informative=6, n_redundant=0, n_classes=6,
+        5, n_samples=6000, n_features=8, n_informative=6, n_redundant=0, n_classes=6,
         class_sep=2.0, random_state=6,
     )  # fmt: skip
 
 
 def _letters(home):
     return _rounded(
-        home, 15, n_samples=20000, n_features=16, n_informative=12, n_redundant=2,
+        15, n_samples=20000, n_features=16, n_informative=12, n_redundant=2,
         n_classes=26, n_clusters_per_class=2, class_sep=2.5, random_state=0,
     )  # fmt: skip
 
@@ -104,11 +104,10 @@ SYNTHETIC = {
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    bench_accuracy.DATASETS.clear()
-    for name, load in SYNTHETIC.items():
-        bench_accuracy.DATASETS[name] = common.Data(load)
-    common.DATASETS.update(bench_accuracy.DATASETS)
-    if "--out" not in argv:
+    # the benchmark's registry (one dict, shared by bench_accuracy and its report)
+    common.DATASETS.clear()
+    common.DATASETS.update((name, common.Data(load)) for name, load in SYNTHETIC.items())
+    if not any(arg == "--out" or arg.startswith("--out=") for arg in argv):
         argv += ["--out", str(Path(__file__).resolve().parent / "results" / "synthetic")]
     bench_accuracy.main(argv)
 
