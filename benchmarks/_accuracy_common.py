@@ -320,6 +320,13 @@ class GraphLearningLearner:
     a cosine data set); ``mc`` and ``vopt`` get the spectral covariance
     ``C = diag(1 / (evals + 1e-11))``, ``V = evecs`` of its 50 smallest
     normalised-Laplacian eigenpairs.
+
+    graphlearning's models take the classes of the labels they are given as
+    all the classes (with a class missing from the labels, Laplace learning
+    fails). The learner gets the labels as codes of the classes labeled so
+    far, its scores map back to those classes, and a batch that brings a new
+    class starts it afresh on every label (``restarts``). Where the first
+    labels hold every class, nothing of this changes what it does.
     """
 
     ACQUISITIONS = {
@@ -331,10 +338,17 @@ class GraphLearningLearner:
 
     def __init__(self, config: Config, graphs: PeerGraphs, codes: np.ndarray):
         self.config, self.graphs, self.codes = config, graphs, codes
+        self.restarts = 0
+
+    def _local(self, nodes):
+        """The codes of ``nodes``' labels among the classes labeled so far."""
+        return np.searchsorted(self.present, self.codes[nodes])
 
     def start(self, labeled):
         import graphlearning as gl
 
+        labeled = np.asarray(labeled)
+        self.labeled, self.present = labeled, np.unique(self.codes[labeled])
         W = self.graphs.gl_weights
         model = gl.ssl.laplace(W) if self.config.family == "gl-laplace" else gl.ssl.poisson(W)
         name = self.ACQUISITIONS[self.config.strategy]
@@ -342,9 +356,8 @@ class GraphLearningLearner:
         if name in ("model_change", "var_opt"):
             evals, evecs = self.graphs.gl_eigen
             kwargs = {"C": np.diag(1.0 / (evals + 1e-11)), "V": evecs}
-        labeled = np.asarray(labeled)
         self.al = gl.active_learning.active_learner(
-            model, getattr(gl.active_learning, name), labeled, self.codes[labeled], **kwargs
+            model, getattr(gl.active_learning, name), labeled, self._local(labeled), **kwargs
         )
 
     def query(self, cands, batch, rng):
@@ -353,10 +366,15 @@ class GraphLearningLearner:
         return self.al.select_queries(batch_size=batch, candidate_ind=cands)
 
     def add(self, nodes):
-        self.al.update(nodes, self.codes[nodes])
+        if np.isin(self.codes[nodes], self.present).all():
+            self.al.update(nodes, self._local(nodes))
+            self.labeled = np.concatenate([self.labeled, nodes])
+        else:  # a new class: graphlearning's model cannot grow one
+            self.restarts += 1
+            self.start(np.concatenate([self.labeled, nodes]))
 
     def predict(self):
-        return np.argmax(self.al.u, axis=1)
+        return self.present[np.argmax(self.al.u, axis=1)]
 
     def finite(self) -> bool:
         return bool(np.all(np.isfinite(self.al.u)))

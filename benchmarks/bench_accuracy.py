@@ -348,7 +348,7 @@ def run_dataset(name: str, args, info: dict) -> None:
                     failures.writerow([name, method, trial, message])
                     ff.flush()
 
-            started = time.perf_counter()
+            started, learner = time.perf_counter(), None
             try:
                 learner = make_learner(CONFIGS[method], pool, codes, data, graphs, args.memory)
                 run_one(learner, codes, args.seed, trial, emit, note)
@@ -356,7 +356,9 @@ def run_dataset(name: str, args, info: dict) -> None:
                 note(f"failed at {CHECKPOINTS[len(rows)]} labels: {type(exc).__name__}: {exc}")
                 for n_labels in CHECKPOINTS[len(rows) :]:
                     emit(n_labels, math.nan, math.nan)
-            log(f"  trial {trial} {method:16s} {time.perf_counter() - started:7.1f} s")
+            restarts = getattr(learner, "restarts", 0)  # graphlearning's, for new classes
+            again = f" ({restarts} restarts on a new class)" if restarts else ""
+            log(f"  trial {trial} {method:16s} {time.perf_counter() - started:7.1f} s{again}")
 
 
 def main(argv=None) -> None:
