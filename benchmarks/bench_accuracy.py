@@ -413,7 +413,10 @@ def main(argv=None) -> None:
             log("graphlearning is not installed (pip install -e '.[bench]'): its methods skipped")
             args.graphlearning = False
         info = {
-            "command": shlex.join(["python", "benchmarks/bench_accuracy.py", *sys.argv[1:]]),
+            # the script run (bench_synthetic.py and bench_mlbench.py run this main)
+            "command": shlex.join(
+                ["python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]]
+            ),
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "revision": skmcal_revision(),
             "machine": f"{n_cores()} cores, {args.threads} BLAS thread(s), load average "
