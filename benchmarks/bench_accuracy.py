@@ -65,6 +65,7 @@ from _accuracy_common import (
     N_FINAL,
     N_START,
     Config,
+    Data,
     GraphLearningLearner,
     LabelSpreadingLearner,
     PeerGraphs,
@@ -359,6 +360,18 @@ def run_dataset(name: str, args, info: dict) -> None:
             restarts = getattr(learner, "restarts", 0)  # graphlearning's, for new classes
             again = f" ({restarts} restarts on a new class)" if restarts else ""
             log(f"  trial {trial} {method:16s} {time.perf_counter() - started:7.1f} s{again}")
+
+
+def main_on(loaders: dict, results: str, argv=None) -> None:
+    """:func:`main` on other data sets: ``loaders`` (name: ``load(home) -> (X, y)``, each on
+    the default graph) replace the benchmark's, and ``--out`` defaults to ``results/<results>``
+    (``bench_synthetic.py``, ``bench_mlbench.py``)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    DATASETS.clear()  # the registry the loop and the report share
+    DATASETS.update((name, Data(load)) for name, load in loaders.items())
+    if not any(arg == "--out" or arg.startswith("--out=") for arg in argv):
+        argv += ["--out", str(Path(__file__).resolve().parent / "results" / results)]
+    main(argv)
 
 
 def main(argv=None) -> None:

@@ -25,7 +25,6 @@ from sklearn.datasets import make_blobs, make_classification, make_moons
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _accuracy_common as common  # noqa: E402
 import bench_accuracy  # noqa: E402
 
 
@@ -103,13 +102,7 @@ SYNTHETIC = {
 
 
 def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
-    # the benchmark's registry (one dict, shared by bench_accuracy and its report)
-    common.DATASETS.clear()
-    common.DATASETS.update((name, common.Data(load)) for name, load in SYNTHETIC.items())
-    if not any(arg == "--out" or arg.startswith("--out=") for arg in argv):
-        argv += ["--out", str(Path(__file__).resolve().parent / "results" / "synthetic")]
-    bench_accuracy.main(argv)
+    bench_accuracy.main_on(SYNTHETIC, "synthetic", argv)
 
 
 if __name__ == "__main__":

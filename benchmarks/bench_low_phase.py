@@ -1,0 +1,272 @@
+"""Rules for the hyperparameters of the defaults' first phase, compared on one path.
+
+Below ``AUTO_SUM_MIN_LABELS`` (50) labels the defaults fit the spectral ``ce``
+model. The kernel (``kernel="auto"``, up to ``AUTO_KERNEL_MAX_NODES`` nodes) and
+``(tau, gamma)`` are the grid point of largest evidence, and a warm refit keeps
+both while the number of labels has grown by less than ``AUTO_REUSE_GROWTH``.
+The defaults' worst one-batch drops outside the benchmark happen in this
+phase, on near-ties of the evidence: on synthetic data (``bench_synthetic.py``:
+rare-class, noisy-features) and on real data (``bench_mlbench.py``: Satellite,
+DNA).
+
+Along the defaults' own active-learning path (``bench_accuracy.py``'s initial
+labels, candidates and tie breaks; each strategy), this script measures at
+every state from 20 to 45 labels the accuracy on the unlabeled nodes of four
+rules:
+
+- ``chosen``: the classifier's predictions (the rule in use);
+- ``fresh``: the grid point of largest evidence over every kernel's grid,
+  searched at this state (no reuse);
+- ``marginal``: the kernel whose grid has the largest total evidence (its
+  marginal likelihood under a uniform prior over the grid, rather than its
+  best point's), and that kernel's best grid point, searched at this state;
+- ``average``: the average of the grid's class probabilities on the chosen
+  kernel, weighted by the evidence (Bayesian model averaging over the grid);
+- ``average-kernels``: the same over every kernel's grid.
+
+The queries come from the classifier as it is, so every rule sees the same
+labels: the rules differ by their predictions only, and a difference is the
+rule's, not the path's. (A rule put into the classifier would change the
+queries of the strategies that use the posterior, and so the path.) A grid
+point's probabilities are the ``ce`` likelihood at its MAP, as
+``predict_proba``; the grid is the classifier's (``_spectral_taus()`` x
+``LAPLACE_GAMMAS``, gammas relative to the prior's scale)::
+
+    python benchmarks/bench_low_phase.py --trials 5
+    python benchmarks/bench_low_phase.py --datasets rare-class noisy-features --trials 5
+    python benchmarks/bench_low_phase.py --datasets satellite dna --trials 5 \
+        --mlbench-home /usr/lib/R/site-library/mlbench/data
+
+Results under ``results/low_phase`` (or ``--out``): ``low_phase.csv`` (one row
+per state and rule) and ``low_phase.md`` (per data set and strategy, the mean
+accuracy over the states and the worst one-batch drop of each rule).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _accuracy_common as common  # noqa: E402
+import bench_accuracy  # noqa: E402
+import bench_mlbench  # noqa: E402
+import bench_synthetic  # noqa: E402
+from _accuracy_common import BATCH, N_START, candidates, initial_labels, tie_break_rng  # noqa: E402
+
+from skmcal import NodeSet  # noqa: E402
+from skmcal.classifier import AUTO_KERNELS, AUTO_SUM_MIN_LABELS  # noqa: E402
+from skmcal.evidence import LAPLACE_GAMMAS, select_hyperparameters  # noqa: E402
+from skmcal.losses import LOSSES  # noqa: E402
+
+RULES = ("chosen", "fresh", "marginal", "average", "average-kernels")
+STRATEGIES = ("mc", "vopt", "sopt", "unc", "rand")
+COLUMNS = ("dataset", "strategy", "trial", "n_labels", "rule", "accuracy")
+DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "low_phase"
+CE = LOSSES["ce"]
+
+
+def _grid(clf, graph, labeled, codes):
+    """``(log evidence, class probabilities at every node)`` of each grid point of ``graph``,
+    over the classes of the labels (``clf.classes_``).
+
+    Each point is fitted on its own (``select_hyperparameters`` over a one-point
+    grid, so its MAP and evidence are the classifier's at that point)."""
+    local = np.searchsorted(clf.classes_, codes[labeled])
+    V, targets = graph.eigenvectors, CE.encode(local, clf.classes_.size)
+    points = []
+    for tau in clf._spectral_taus(graph):
+        for g in LAPLACE_GAMMAS:
+            try:
+                _, gamma, table, coef = select_hyperparameters(
+                    CE, graph.eigenvalues, V[labeled], targets, (tau,), (g,),
+                    n_nodes=graph.n_nodes, return_coef=True,
+                )  # fmt: skip
+            except ValueError:  # the Newton fit failed at this point
+                continue
+            points.append((float(table[0, 0]), CE.proba(V @ coef, gamma)))
+    return points
+
+
+def _average(points):
+    """The evidence-weighted average of the points' class probabilities."""
+    evidence = np.array([value for value, _ in points])
+    weights = np.exp(evidence - evidence.max())
+    weights /= weights.sum()
+    return sum(w * proba for w, (_, proba) in zip(weights, points, strict=True))
+
+
+def _best(points):
+    return max(points, key=lambda point: point[0])[1]
+
+
+def _total(points):
+    """The log of the summed evidence of the points (a kernel's grid)."""
+    evidence = np.array([value for value, _ in points])
+    return evidence.max() + np.log(np.exp(evidence - evidence.max()).sum())
+
+
+def _graphs(clf, pool):
+    """The graph of every kernel ``kernel="auto"`` chooses from (the chosen one first)."""
+    graphs = {clf.kernel_: clf.graph_}
+    if clf._chooses_kernel(pool.n_nodes):
+        for kernel in AUTO_KERNELS:
+            if kernel not in graphs:
+                graph = clf._cached_graph(pool, clf._graph_params(pool.n_nodes, kernel))
+                if graph.degrees.min() > 0:  # as _choose_kernel: no isolated node
+                    graphs[kernel] = graph
+    return graphs
+
+
+def run_trial(name, pool, codes, strategy, trial, seed, emit):
+    """The defaults' path from 20 to ``AUTO_SUM_MIN_LABELS - BATCH`` labels.
+
+    ``emit(n_labels, rule, accuracy)`` at every state and rule."""
+    config = bench_accuracy.CONFIGS["default" if strategy == "mc" else f"default:{strategy}"]
+    learner = common.SkmcalLearner(config, pool, codes, common.DATASETS[name])
+    labeled, rng = initial_labels(codes, seed, trial), tie_break_rng(seed, trial)
+    learner.start(labeled)
+    batch = 0
+    while True:
+        clf = learner.clf
+        if clf.model_ != "spectral" or clf.loss_ != "ce":
+            raise RuntimeError(f"{name}: the defaults fit {clf.model_} {clf.loss_} here")
+        unlabeled = np.ones(codes.size, dtype=bool)
+        unlabeled[labeled] = False
+        grids = {k: _grid(clf, g, labeled, codes) for k, g in _graphs(clf, pool).items()}
+        grids = {k: points for k, points in grids.items() if points}  # some point fitted
+        if clf.kernel_ not in grids:
+            raise RuntimeError(f"{name}: no grid point of the chosen graph fitted")
+        every = [point for points in grids.values() for point in points]
+        chosen = clf.transduction_
+        predictions = {
+            "chosen": chosen,
+            "fresh": clf.classes_[_best(every).argmax(axis=1)],
+            "marginal": clf.classes_[
+                _best(max(grids.values(), key=_total)).argmax(axis=1)
+            ],
+            "average": clf.classes_[_average(grids[clf.kernel_]).argmax(axis=1)],
+            "average-kernels": clf.classes_[_average(every).argmax(axis=1)],
+        }
+        unreached = clf._unreached  # no label in their component: the classifier's fallback
+        if unreached is not None:
+            for rule in RULES[1:]:
+                predictions[rule][unreached] = chosen[unreached]
+        for rule in RULES:
+            right = predictions[rule][unlabeled] == codes[unlabeled]
+            emit(labeled.size, rule, float(np.mean(right)))
+        if labeled.size + BATCH >= AUTO_SUM_MIN_LABELS:
+            return
+        batch += 1
+        nodes = np.asarray(
+            learner.query(candidates(labeled, codes.size, seed, trial, batch), BATCH, rng),
+            dtype=np.intp,
+        )
+        learner.add(nodes)
+        labeled = np.concatenate([labeled, nodes])
+
+
+def summarize(rows):
+    """Markdown: per data set and strategy, each rule's mean accuracy and worst one-batch drop."""
+    runs = {}
+    for r in rows:
+        key = (r["dataset"], r["strategy"], r["rule"])
+        runs.setdefault(key, {}).setdefault(int(r["trial"]), []).append(
+            (int(r["n_labels"]), float(r["accuracy"]))
+        )
+    lines = [
+        "| data set | strategy | trials | "
+        + " | ".join(f"{rule}: mean / worst drop" for rule in RULES)
+        + " |",
+        "|---|---|---|" + "---|" * len(RULES),
+    ]
+    for dataset, strategy in dict.fromkeys((d, s) for d, s, _ in runs):
+        cells = []
+        for rule in RULES:
+            trials = runs.get((dataset, strategy, rule), {})
+            accs = [acc for path in trials.values() for _, acc in path]
+            drops = [
+                100 * (a - b)
+                for path in trials.values()
+                for (_, a), (_, b) in zip(sorted(path)[:-1], sorted(path)[1:], strict=True)
+            ]
+            cells.append(f"{np.mean(accs):.4f} / {max([0.0, *drops]):.1f}")
+        n_trials = len(runs[(dataset, strategy, RULES[0])])
+        lines.append(f"| {dataset} | {strategy} | {n_trials} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    names = [*common.DATASETS, *bench_synthetic.SYNTHETIC, *bench_mlbench.MLBENCH]
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--datasets", nargs="+", default=[*common.DATASETS], choices=names)
+    p.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
+    p.add_argument("--trials", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data-home", default=None, help="skmcal's data folder (MNIST, Samson)")
+    p.add_argument(
+        "--mlbench-home", default=None, help="the mlbench sets' folder (bench_mlbench.py)"
+    )
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    p.add_argument(
+        "--report", action="store_true", help="only rewrite low_phase.md from low_phase.csv"
+    )
+    args = p.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "low_phase.csv"
+    for extra in (bench_synthetic.SYNTHETIC, bench_mlbench.MLBENCH):
+        common.DATASETS.update((name, common.Data(load)) for name, load in extra.items())
+    rows = list(csv.DictReader(path.open(encoding="utf-8"))) if path.exists() else []
+    if not args.report:
+        done = {(r["dataset"], r["strategy"], r["trial"]) for r in rows}
+        for name in args.datasets:
+            try:
+                home = args.mlbench_home if name in bench_mlbench.MLBENCH else args.data_home
+                X, y = common.DATASETS[name].load(home)
+            except (FileNotFoundError, OSError) as exc:
+                print(f"{name}: skipped, data not found ({exc})", flush=True)
+                continue
+            X = np.asarray(X, dtype=np.float64)
+            codes = np.unique(y, return_inverse=True)[1].reshape(-1).astype(np.intp)
+            pool = NodeSet(X)
+            for strategy in args.strategies:
+                for trial in range(args.trials):
+                    if (name, strategy, str(trial)) in done:
+                        continue
+                    start, new = time.perf_counter(), []
+
+                    def emit(n_labels, rule, accuracy, key=(name, strategy, trial), new=new):
+                        values = (*key, n_labels, rule, accuracy)
+                        new.append(dict(zip(COLUMNS, values, strict=True)))
+
+                    run_trial(name, pool, codes, strategy, trial, args.seed, emit)
+                    with path.open("a", newline="", encoding="utf-8") as f:
+                        writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
+                        if f.tell() == 0:
+                            writer.writeheader()
+                        writer.writerows(new)
+                    rows += [{k: str(v) for k, v in r.items()} for r in new]
+                    print(
+                        f"{name} {strategy} trial {trial}: {time.perf_counter() - start:.1f} s",
+                        flush=True,
+                    )
+    table = summarize(rows)
+    (args.out / "low_phase.md").write_text(
+        "# The first phase's hyperparameter rules on the defaults' path "
+        "(`benchmarks/bench_low_phase.py`)\n\n"
+        f"States from {N_START} to {AUTO_SUM_MIN_LABELS - BATCH} labels; accuracy on the "
+        "unlabeled nodes, mean over states and trials; worst drop: the largest fall over "
+        "one batch (points). Rules: see the script's docstring.\n\n" + table,
+        encoding="utf-8",
+    )
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

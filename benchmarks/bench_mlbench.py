@@ -1,0 +1,79 @@
+"""The defaults against the peers on real data sets outside the benchmark (UCI, via R's mlbench).
+
+``bench_accuracy.py``'s loop, configurations and report on five UCI data sets
+as R's ``mlbench`` package ships them (Leisch and Dimitriadou): Landsat
+``Satellite`` (6,435 x 36, 6 classes), ``LetterRecognition`` (20,000 x 16
+integers, 26 classes, 1,332 rows equal to an earlier one), ``Shuttle``
+(58,000 x 9, 7 classes, 78% in one), ``DNA`` splice junctions (3,186 x 180
+binary, 3 classes) and ``Vehicle`` silhouettes (846 x 18, 4 classes). The
+features are used as they are (no scaling), as a new user would; each set's
+graph is the classifier's default one (Gaussian kernel, 10 neighbours) for
+the peers too.
+
+The files are the package's ``data/*.rda``: Debian's ``r-cran-mlbench``
+installs them under ``/usr/lib/R/site-library/mlbench/data`` (the default
+``--data-home``; ``apt-get download r-cran-mlbench`` and ``dpkg-deb -x`` give
+them without R). They are read with the ``rdata`` package (the ``bench``
+extra). A set whose file or reader is missing is skipped. Results under
+``results/mlbench`` (or ``--out``)::
+
+    python benchmarks/bench_mlbench.py --trials 3 \\
+        --only default default:unc ls:unc gl-laplace:unc gl-laplace:mc
+
+Every other option is ``bench_accuracy.py``'s (``--datasets`` takes the names
+below).
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_accuracy  # noqa: E402
+
+#: Where Debian's r-cran-mlbench puts the data files.
+MLBENCH_DATA = Path("/usr/lib/R/site-library/mlbench/data")
+
+
+def _rda(name, target):
+    """A loader of ``<name>.rda``: features (every column but ``target``) and labels."""
+
+    def load(home):
+        path = Path(home or MLBENCH_DATA) / f"{name}.rda"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} (Debian's r-cran-mlbench)")
+        try:
+            import rdata
+        except ImportError as exc:
+            raise FileNotFoundError(f"the rdata package, to read {path}: {exc}") from exc
+        with warnings.catch_warnings():  # "Unknown encoding. Assumed ASCII.": they are
+            warnings.simplefilter("ignore")
+            frame = rdata.read_rda(str(path))[name]
+        y = np.asarray(frame[target].astype(str))
+        X = frame.drop(columns=[target]).apply(lambda c: c.astype(float)).to_numpy(float)
+        return X, y
+
+    return load
+
+
+#: The data sets, smallest first, with the column holding the class.
+MLBENCH = {
+    "vehicle": _rda("Vehicle", "Class"),
+    "dna": _rda("DNA", "Class"),
+    "satellite": _rda("Satellite", "classes"),
+    "letters": _rda("LetterRecognition", "lettr"),
+    "shuttle": _rda("Shuttle", "Class"),
+}
+
+
+def main(argv=None):
+    bench_accuracy.main_on(MLBENCH, "mlbench", argv)
+
+
+if __name__ == "__main__":
+    main()
