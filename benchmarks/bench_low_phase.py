@@ -34,7 +34,9 @@ point's probabilities are the ``ce`` likelihood at its MAP, as
 
     python benchmarks/bench_low_phase.py --trials 5
     python benchmarks/bench_low_phase.py --datasets rare-class noisy-features --trials 5
-    python benchmarks/bench_low_phase.py --datasets satellite dna --trials 5 \
+    python benchmarks/bench_low_phase.py --datasets satellite dna --trials 5 \\
+        --mlbench-home /usr/lib/R/site-library/mlbench/data
+    python benchmarks/bench_low_phase.py --datasets letters --trials 2 --strategies mc unc \\
         --mlbench-home /usr/lib/R/site-library/mlbench/data
 
 Results under ``results/low_phase`` (or ``--out``): ``low_phase.csv`` (one row
