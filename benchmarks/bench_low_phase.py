@@ -22,7 +22,9 @@ rules:
   best point's), and that kernel's best grid point, searched at this state;
 - ``average``: the average of the grid's class probabilities on the chosen
   kernel, weighted by the evidence (Bayesian model averaging over the grid);
-- ``average-kernels``: the same over every kernel's grid.
+- ``average-kernels``: the same over every kernel's grid;
+- ``average-best``: the evidence-weighted average of each kernel's best grid
+  point (the kernels averaged, each at its own ``(tau, gamma)``).
 
 The queries come from the classifier as it is, so every rule sees the same
 labels: the rules differ by their predictions only, and a difference is the
@@ -67,7 +69,7 @@ from skmcal.classifier import AUTO_KERNELS, AUTO_SUM_MIN_LABELS  # noqa: E402
 from skmcal.evidence import LAPLACE_GAMMAS, select_hyperparameters  # noqa: E402
 from skmcal.losses import LOSSES  # noqa: E402
 
-RULES = ("chosen", "fresh", "marginal", "average", "average-kernels")
+RULES = ("chosen", "fresh", "marginal", "average", "average-kernels", "average-best")
 STRATEGIES = ("mc", "vopt", "sopt", "unc", "rand")
 COLUMNS = ("dataset", "strategy", "trial", "n_labels", "rule", "accuracy")
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "low_phase"
@@ -155,6 +157,11 @@ def run_trial(name, pool, codes, strategy, trial, seed, emit):
             ],
             "average": clf.classes_[_average(grids[clf.kernel_]).argmax(axis=1)],
             "average-kernels": clf.classes_[_average(every).argmax(axis=1)],
+            "average-best": clf.classes_[
+                _average([max(points, key=lambda p: p[0]) for points in grids.values()]).argmax(
+                    axis=1
+                )
+            ],
         }
         unreached = clf._unreached  # no label in their component: the classifier's fallback
         if unreached is not None:
