@@ -55,6 +55,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy.special import logsumexp, softmax
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -100,20 +101,18 @@ def _grid(clf, graph, labeled, codes):
 
 def _average(points):
     """The evidence-weighted average of the points' class probabilities."""
-    evidence = np.array([value for value, _ in points])
-    weights = np.exp(evidence - evidence.max())
-    weights /= weights.sum()
+    weights = softmax([value for value, _ in points])
     return sum(w * proba for w, (_, proba) in zip(weights, points, strict=True))
 
 
 def _best(points):
-    return max(points, key=lambda point: point[0])[1]
+    """The point of largest evidence."""
+    return max(points, key=lambda point: point[0])
 
 
 def _total(points):
     """The log of the summed evidence of the points (a kernel's grid)."""
-    evidence = np.array([value for value, _ in points])
-    return evidence.max() + np.log(np.exp(evidence - evidence.max()).sum())
+    return logsumexp([value for value, _ in points])
 
 
 def _graphs(clf, pool):
@@ -151,16 +150,12 @@ def run_trial(name, pool, codes, strategy, trial, seed, emit):
         chosen = clf.transduction_
         predictions = {
             "chosen": chosen,
-            "fresh": clf.classes_[_best(every).argmax(axis=1)],
-            "marginal": clf.classes_[
-                _best(max(grids.values(), key=_total)).argmax(axis=1)
-            ],
+            "fresh": clf.classes_[_best(every)[1].argmax(axis=1)],
+            "marginal": clf.classes_[_best(max(grids.values(), key=_total))[1].argmax(axis=1)],
             "average": clf.classes_[_average(grids[clf.kernel_]).argmax(axis=1)],
             "average-kernels": clf.classes_[_average(every).argmax(axis=1)],
             "average-best": clf.classes_[
-                _average([max(points, key=lambda p: p[0]) for points in grids.values()]).argmax(
-                    axis=1
-                )
+                _average([_best(points) for points in grids.values()]).argmax(axis=1)
             ],
         }
         unreached = clf._unreached  # no label in their component: the classifier's fallback
