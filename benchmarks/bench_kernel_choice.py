@@ -62,8 +62,9 @@ def score_kernels(name, X, codes, labeled, trial, common, writer):
     for kernel in KERNELS:
         clf = SpectralGraphClassifier(kernel=kernel, **common).fit(X[labeled], codes[labeled])
         evidence = clf._kernel_evidence(
-            clf.graph_, clf.labeled_nodes_, codes[labeled], int(codes.max()) + 1
-        )
+            clf.graph_, clf.labeled_nodes_, codes[labeled], int(codes.max()) + 1,
+            gammas=clf._laplace_gammas(clf.model_, clf.labeled_nodes_.size),
+        )  # fmt: skip
         accuracy = float(np.mean(clf.transduction_[unlabeled] == codes[unlabeled]))
         row = [name, labeled.size, trial, kernel, evidence, accuracy, auto.kernel_]
         writer.writerow(row)

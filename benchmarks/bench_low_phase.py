@@ -2,19 +2,26 @@
 
 Below ``AUTO_SUM_MIN_LABELS`` (50) labels the defaults fit the spectral ``ce``
 model. The kernel (``kernel="auto"``, up to ``AUTO_KERNEL_MAX_NODES`` nodes) and
-``(tau, gamma)`` are the grid point of largest evidence, and a warm refit keeps
-both while the number of labels has grown by less than ``AUTO_REUSE_GROWTH``.
-The defaults' worst one-batch drops outside the benchmark happen in this
-phase, on near-ties of the evidence: on synthetic data (``bench_synthetic.py``:
+``tau`` are the grid point of largest evidence at the relative gamma of
+``AUTO_FEW_LABELS_GAMMAS`` (0.5), and a warm refit keeps both while the number
+of labels has grown by less than ``AUTO_REUSE_GROWTH``. Until 2026-11-28 the
+gamma too was the evidence's, over ``LAPLACE_GAMMAS`` (0.5, 1, 2): the
+defaults' worst one-batch drops outside the benchmark happened in this phase,
+on near-ties of the evidence, on synthetic data (``bench_synthetic.py``:
 rare-class, noisy-features) and on real data (``bench_mlbench.py``: Satellite,
-DNA).
+DNA, Letters).
 
 Along the defaults' own active-learning path (``bench_accuracy.py``'s initial
 labels, candidates and tie breaks; each strategy), this script measures at
-every state from 20 to 45 labels the accuracy on the unlabeled nodes of four
-rules:
+every state from 20 to 45 labels the accuracy on the unlabeled nodes of these
+rules, all but the first over the full grid (``_spectral_taus()`` x
+``LAPLACE_GAMMAS`` on every candidate graph, gammas relative to the prior's
+scale):
 
 - ``chosen``: the classifier's predictions (the rule in use);
+- ``previous``: the rule before 2026-11-28: the kernel and grid point of
+  largest evidence, searched again once the labels have grown by
+  ``AUTO_REUSE_GROWTH`` since the last search, kept in between;
 - ``fresh``: the grid point of largest evidence over every kernel's grid,
   searched at this state (no reuse);
 - ``marginal``: the kernel whose grid has the largest total evidence (its
@@ -31,8 +38,7 @@ labels: the rules differ by their predictions only, and a difference is the
 rule's, not the path's. (A rule put into the classifier would change the
 queries of the strategies that use the posterior, and so the path.) A grid
 point's probabilities are the ``ce`` likelihood at its MAP, as
-``predict_proba``; the grid is the classifier's (``_spectral_taus()`` x
-``LAPLACE_GAMMAS``, gammas relative to the prior's scale)::
+``predict_proba``::
 
     python benchmarks/bench_low_phase.py --trials 5
     python benchmarks/bench_low_phase.py --datasets rare-class noisy-features --trials 5
@@ -66,11 +72,11 @@ import bench_synthetic  # noqa: E402
 from _accuracy_common import BATCH, N_START, candidates, initial_labels, tie_break_rng  # noqa: E402
 
 from skmcal import NodeSet  # noqa: E402
-from skmcal.classifier import AUTO_KERNELS, AUTO_SUM_MIN_LABELS  # noqa: E402
+from skmcal.classifier import AUTO_REUSE_GROWTH, AUTO_SUM_MIN_LABELS  # noqa: E402
 from skmcal.evidence import LAPLACE_GAMMAS, select_hyperparameters  # noqa: E402
 from skmcal.losses import LOSSES  # noqa: E402
 
-RULES = ("chosen", "fresh", "marginal", "average", "average-kernels", "average-best")
+RULES = ("chosen", "previous", "fresh", "marginal", "average", "average-kernels", "average-best")
 STRATEGIES = ("mc", "vopt", "sopt", "unc", "rand")
 COLUMNS = ("dataset", "strategy", "trial", "n_labels", "rule", "accuracy")
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "low_phase"
@@ -78,8 +84,9 @@ CE = LOSSES["ce"]
 
 
 def _grid(clf, graph, labeled, codes):
-    """``(log evidence, class probabilities at every node)`` of each grid point of ``graph``,
-    over the classes of the labels (``clf.classes_``).
+    """``(log evidence, class probabilities at every node, (tau, relative gamma))`` of each
+    point of ``graph``'s grid (``LAPLACE_GAMMAS``), over the classes of the labels
+    (``clf.classes_``).
 
     Each point is fitted on its own (``select_hyperparameters`` over a one-point
     grid, so its MAP and evidence are the classifier's at that point)."""
@@ -95,14 +102,14 @@ def _grid(clf, graph, labeled, codes):
                 )  # fmt: skip
             except ValueError:  # the Newton fit failed at this point
                 continue
-            points.append((float(table[0, 0]), CE.proba(V @ coef, gamma)))
+            points.append((float(table[0, 0]), CE.proba(V @ coef, gamma), (tau, g)))
     return points
 
 
 def _average(points):
     """The evidence-weighted average of the points' class probabilities."""
-    weights = softmax([value for value, _ in points])
-    return sum(w * proba for w, (_, proba) in zip(weights, points, strict=True))
+    weights = softmax([point[0] for point in points])
+    return sum(w * point[1] for w, point in zip(weights, points, strict=True))
 
 
 def _best(points):
@@ -112,19 +119,14 @@ def _best(points):
 
 def _total(points):
     """The log of the summed evidence of the points (a kernel's grid)."""
-    return logsumexp([value for value, _ in points])
+    return logsumexp([point[0] for point in points])
 
 
 def _graphs(clf, pool):
     """The graph of every kernel ``kernel="auto"`` chooses from (the chosen one first)."""
-    graphs = {clf.kernel_: clf.graph_}
-    if clf._chooses_kernel(pool.n_nodes):
-        for kernel in AUTO_KERNELS:
-            if kernel not in graphs:
-                graph = clf._cached_graph(pool, clf._graph_params(pool.n_nodes, kernel))
-                if graph.degrees.min() > 0:  # as _choose_kernel: no isolated node
-                    graphs[kernel] = graph
-    return graphs
+    if not clf._chooses_kernel(pool.n_nodes):
+        return {clf.kernel_: clf.graph_}
+    return clf._candidate_graphs(pool, clf.graph_)[0]
 
 
 def run_trial(name, pool, codes, strategy, trial, seed, emit):
@@ -135,7 +137,7 @@ def run_trial(name, pool, codes, strategy, trial, seed, emit):
     learner = common.SkmcalLearner(config, pool, codes, common.DATASETS[name])
     labeled, rng = initial_labels(codes, seed, trial), tie_break_rng(seed, trial)
     learner.start(labeled)
-    batch = 0
+    batch, previous = 0, None  # previous: (labels, kernel, (tau, gamma)) of its last search
     while True:
         clf = learner.clf
         if clf.model_ != "spectral" or clf.loss_ != "ce":
@@ -148,8 +150,13 @@ def run_trial(name, pool, codes, strategy, trial, seed, emit):
             raise RuntimeError(f"{name}: no grid point of the chosen graph fitted")
         every = [point for points in grids.values() for point in points]
         chosen = clf.transduction_
+        if previous is None or labeled.size >= AUTO_REUSE_GROWTH * previous[0]:
+            kernel = max(grids, key=lambda k: _best(grids[k])[0])
+            previous = (labeled.size, kernel, _best(grids[kernel])[2])
+        kept = [p for p in grids[previous[1]] if p[2] == previous[2]] or [_best(grids[previous[1]])]
         predictions = {
             "chosen": chosen,
+            "previous": clf.classes_[kept[0][1].argmax(axis=1)],
             "fresh": clf.classes_[_best(every)[1].argmax(axis=1)],
             "marginal": clf.classes_[_best(max(grids.values(), key=_total))[1].argmax(axis=1)],
             "average": clf.classes_[_average(grids[clf.kernel_]).argmax(axis=1)],

@@ -91,6 +91,28 @@ MODELS = ("spectral", "full", "poisson", "sum", "auto")
 #: against .911 / .936 / .941 (model change under the defaults, 2 trials).
 AUTO_SUM_MIN_LABELS = 50
 
+#: The relative gammas of ``gamma="auto"`` with a Newton loss (``ce``) in the
+#: spectral phase of ``model="auto"`` (fewer labels than
+#: :data:`~skmcal.classifier.AUTO_SUM_MIN_LABELS`), in place of
+#: :data:`~skmcal.evidence.LAPLACE_GAMMAS`; ``kernel="auto"`` compares the
+#: graphs' evidence at them in that phase. With so few labels the evidence
+#: does not tell the noise scale: where the graph fits the labels it sits at
+#: the grid's smallest gamma (0.5), and where it fits them no better than
+#: chance (UCI's DNA, whose graph has no cluster structure) it climbs to the
+#: largest, whose prior-dominated fit predicts nearly every node to the
+#: class most labeled, and flips with it (0.77 -> 0.26 accuracy over one
+#: batch). Along the defaults' own paths from 20 to 45 labels
+#: (``benchmarks/bench_low_phase.py``: 16 data sets, every strategy, 5
+#: trials; rule ``chosen`` against ``previous``, the full grid), it left the
+#: benchmark's data sets as they were (Fashion-MNIST: one trial's first fit),
+#: raised DNA's mean accuracy by 7 to 20 points with every strategy and
+#: noisy-features' by 0.6 to 2 points (its worst one-batch drops from 2.9 to
+#: 9.1 points to 0.4 to 3.9), and cost at most 1.1 points (unscaled,
+#: Sigma-opt); over the 77 data set and strategy pairs, 0.749 -> 0.758. It
+#: does not stop every drop: with V-opt on DNA the evidence takes the
+#: smallest tau instead, whose prior is the constant function's (44 points).
+AUTO_FEW_LABELS_GAMMAS = (0.5,)
+
 #: ``model="auto"`` keeps the spectral model on more nodes than this: the
 #: summed model's refit and query cost grows with the number of nodes (sparse
 #: solves per class, Green's columns per label; about 1 s per batch at 70,000
@@ -410,7 +432,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``tau``, on a grid relative to the prior's scale (which falls as one
         over the number of nodes; :func:`skmcal.evidence.select_hyperparameters`):
         :data:`skmcal.evidence.DEFAULT_GAMMAS` (0.1 to 1) for ``gr``/``mgr``,
-        :data:`skmcal.evidence.LAPLACE_GAMMAS` (0.5 to 2) for the others.
+        :data:`skmcal.evidence.LAPLACE_GAMMAS` (0.5 to 2) for the others,
+        except that ``model="auto"`` takes the smallest of these,
+        :data:`~skmcal.classifier.AUTO_FEW_LABELS_GAMMAS`, while the labels
+        are fewer than :data:`~skmcal.classifier.AUTO_SUM_MIN_LABELS` (the
+        evidence of a few labels does not tell the noise scale).
         ``gamma_`` is the equivalent gamma of the unscaled prior. With
         ``model="full"`` and ``gr``/``mgr``: tau and gamma by the full
         model's own evidence (:func:`skmcal.evidence.select_full_hyperparameters`,
@@ -817,7 +843,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         if gamma is not None:
             gammas = (gamma,)
         elif relative and not loss.closed_form:
-            gammas = LAPLACE_GAMMAS
+            gammas = self._laplace_gammas(model, n_labeled)
         else:
             gammas = DEFAULT_GAMMAS
         # Newton losses, warm refit: the grid starts from the last fit's coefficients,
@@ -848,6 +874,14 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             summed = gaussian and enough and n_nodes <= AUTO_SUM_MAX_NODES
             model = "sum" if summed else "spectral"
         return auto_loss(model) if self.loss == "auto" else self.loss, model
+
+    def _laplace_gammas(self, model, n_labeled):
+        """The relative gammas of ``gamma="auto"`` for a Newton loss, and of the kernel's
+        choice: :data:`~skmcal.classifier.AUTO_FEW_LABELS_GAMMAS` in the spectral phase
+        of ``model="auto"`` (``model`` the resolved one), else
+        :data:`~skmcal.evidence.LAPLACE_GAMMAS`."""
+        few = self.model == "auto" and model == "spectral" and n_labeled < AUTO_SUM_MIN_LABELS
+        return AUTO_FEW_LABELS_GAMMAS if few else LAPLACE_GAMMAS
 
     @staticmethod
     def _spectral_taus(graph):
@@ -911,28 +945,56 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             grids[key] = (graph, start, result)  # the objects behind the ids stay alive
         return grids[key][2]
 
-    def _kernel_evidence(self, graph, labeled_nodes, codes, n_classes, grids=None, start=None):
+    def _kernel_evidence(
+        self, graph, labeled_nodes, codes, n_classes, grids=None, start=None, gammas=LAPLACE_GAMMAS
+    ):
         """The largest log evidence of the labels under the spectral ``ce`` model of
-        ``graph`` over the default grid (taus of ``_spectral_taus()``,
-        :data:`~skmcal.evidence.LAPLACE_GAMMAS` relative to the prior's scale);
+        ``graph`` over the grid of the taus of ``_spectral_taus()`` and ``gammas``
+        (relative to the prior's scale; ``_laplace_gammas()``);
         ``-inf`` where every grid point failed. ``start``: the coefficients its Newton
         fits start from (those of the hyperparameters' grid that follows on this graph,
         which then reuses it through ``grids``)."""
         try:
             _, _, table, _ = self._spectral_grid(
                 {} if grids is None else grids, LOSSES["ce"], graph, labeled_nodes, codes,
-                n_classes, self._spectral_taus(graph), LAPLACE_GAMMAS, graph.n_nodes, start,
+                n_classes, self._spectral_taus(graph), gammas, graph.n_nodes, start,
             )  # fmt: skip
         except ValueError:
             return -np.inf
         return float(table.max())
 
+    def _kernel_graph(self, nodes, kernel):
+        """The graph of ``kernel`` over ``nodes`` with this estimator's other graph
+        parameters, from the graph cache (a clipped ``n_neighbors`` is not warned of
+        again)."""
+        with warnings.catch_warnings():  # clipped n_neighbors: warned for the first graph
+            warnings.simplefilter("ignore")
+            params = self._graph_params(nodes.n_nodes, kernel)
+        return self._cached_graph(nodes, params)
+
+    def _candidate_graphs(self, nodes, graph):
+        """``(graphs, caught)``: the graphs ``kernel="auto"`` chooses from, by kernel,
+        ``graph`` (one of them, already built) first, then those of the other kernels of
+        :data:`AUTO_KERNELS` that have no isolated node (a node of no positive
+        affinity: a zero row under the cosine kernel); ``caught``, the warnings of
+        each built graph's construction, by kernel."""
+        graphs, caught = {graph.params.kernel: graph}, {}
+        for kernel in AUTO_KERNELS:
+            if kernel in graphs:
+                continue
+            with warnings.catch_warnings(record=True) as caught[kernel]:
+                warnings.simplefilter("always")
+                other = self._kernel_graph(nodes, kernel)
+            if other.degrees.min() > 0:  # no isolated node
+                graphs[kernel] = other
+        return graphs, caught
+
     def _choose_kernel(
-        self, nodes, graph, labeled_nodes, codes, n_classes, level, grids, start_on
+        self, nodes, graph, labeled_nodes, codes, n_classes, level, grids, start_on, gammas
     ):
         """The graph of the kernel of :data:`AUTO_KERNELS` whose spectral ``ce`` model
-        gives the labels the largest evidence (``_kernel_evidence()``); ``graph`` is
-        the first kernel's.
+        gives the labels the largest evidence (``_kernel_evidence()`` over ``gammas``,
+        ``_laplace_gammas()``); ``graph`` is the first kernel's.
 
         The evidence compares models of the same labels, so it compares graphs:
         a graph whose smooth functions fit the labels better has the larger
@@ -946,12 +1008,6 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         with the Newton losses: the choice moves slowly, and each change of
         graph starts the model afresh.
         """
-        def build(kernel):
-            with warnings.catch_warnings():  # clipped n_neighbors: warned for the first graph
-                warnings.simplefilter("ignore")
-                params = self._graph_params(nodes.n_nodes, kernel)
-            return self._cached_graph(nodes, params)
-
         key = (graph.params.key(nodes.digest), n_classes)
         last = getattr(self, "_kernel_choice", None)
         if (
@@ -960,17 +1016,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             and last[0] == key
             and labeled_nodes.size < AUTO_REUSE_GROWTH * last[1]
         ):
-            return graph if last[2] == graph.params.kernel else build(last[2])
-        graphs, caught = {graph.params.kernel: graph}, {}
-        for kernel in AUTO_KERNELS[1:]:
-            with warnings.catch_warnings(record=True) as caught[kernel]:
-                warnings.simplefilter("always")
-                other = build(kernel)
-            if other.degrees.min() > 0:  # no isolated node
-                graphs[kernel] = other
+            return graph if last[2] == graph.params.kernel else self._kernel_graph(nodes, last[2])
+        graphs, caught = self._candidate_graphs(nodes, graph)
         start = time.perf_counter()
         evidence = {
-            kernel: self._kernel_evidence(g, labeled_nodes, codes, n_classes, grids, start_on(g))
+            kernel: self._kernel_evidence(
+                g, labeled_nodes, codes, n_classes, grids, start_on(g), gammas
+            )
             for kernel, g in graphs.items()
         }
         chosen = max(evidence, key=lambda kernel: evidence[kernel])  # ties: the first
@@ -1115,8 +1167,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         chooses = self._chooses_kernel(nodes.n_nodes)
         if chooses:
             graph = self._choose_kernel(
-                nodes, graph, labeled_nodes, codes, classes.size, level, grids, grid_start_on
-            )
+                nodes, graph, labeled_nodes, codes, classes.size, level, grids, grid_start_on,
+                self._laplace_gammas(model, labeled_nodes.size),
+            )  # fmt: skip
         weighs = self._weighs_scale(nodes.n_nodes, model)
         narrow = self._narrow_graph(nodes, graph) if weighs else None
         candidates = [graph] if narrow is None else [graph, narrow]

@@ -13,6 +13,8 @@ import pytest
 import skmcal.classifier as module
 from skmcal import SpectralGraphClassifier
 from skmcal.estimator_checks import expected_failed_checks
+from skmcal.evidence import select_hyperparameters
+from skmcal.losses import LOSSES
 
 from _oracle import blobs, semi_supervised
 
@@ -55,6 +57,33 @@ def test_auto_model_is_spectral_below_the_label_threshold_and_full_from_it(monke
 
     monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", N_LABELED + 1)
     assert _fit(X, y, loss=loss, model="auto").model_ == "spectral"
+
+
+def test_auto_model_takes_the_few_labels_gammas_below_the_label_threshold(monkeypatch):
+    """Spectral ce under model="auto", fewer labels than AUTO_SUM_MIN_LABELS: (tau, gamma)
+    of largest evidence over the taus and AUTO_FEW_LABELS_GAMMAS, evaluated here by
+    hand; from the threshold on (a Newton loss stays spectral), the full grid of
+    model="spectral". On labels the graph does not fit (three blobs, labels shuffled)
+    the full grid's evidence takes a larger gamma."""
+    X, y_true, labeled = blobs(3, 30, centers=CENTERS, labels=np.arange(3), n_labeled=8, seed=1)
+    y_true = np.random.RandomState(1).permutation(y_true)
+    y = semi_supervised(y_true, labeled)
+    auto = _fit(X, y, kernel="gaussian")
+    assert (auto.model_, auto.loss_) == ("spectral", "ce")
+    graph, ce = auto.graph_, LOSSES["ce"]
+    tau, gamma, _ = select_hyperparameters(
+        ce, graph.eigenvalues, graph.eigenvectors[auto.labeled_nodes_],
+        ce.encode(y[auto.labeled_nodes_], 3), auto._spectral_taus(graph),
+        module.AUTO_FEW_LABELS_GAMMAS, n_nodes=graph.n_nodes,
+    )  # fmt: skip
+    assert (auto.tau_, auto.gamma_) == (tau, gamma)
+    explicit = _fit(X, y, loss="ce", model="spectral", kernel="gaussian", tau=tau, gamma=gamma)
+    _assert_same_fit(auto, explicit, X)
+    searched = _fit(X, y, loss="ce", model="spectral", kernel="gaussian")
+    assert searched.gamma_ > auto.gamma_
+
+    monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", N_LABELED)
+    _assert_same_fit(_fit(X, y, loss="ce", kernel="gaussian"), searched, X)
 
 
 def test_auto_model_threshold_does_not_grow_with_the_classes(monkeypatch):

@@ -45,13 +45,14 @@ def _labels(y_true, labeled):
     return y
 
 
-def _evidence(graph, labeled, codes):
-    """The largest ce evidence of the labels over the default grid, by hand."""
+def _evidence(graph, labeled, codes, gammas=module.AUTO_FEW_LABELS_GAMMAS):
+    """The largest ce evidence of the labels over the grid of ``gammas``, by hand (by
+    default the gammas of ``model="auto"`` with few labels)."""
     loss = LOSSES["ce"]
     taus = [t for t in module.DEFAULT_TAUS if t**2 <= np.median(graph.eigenvalues)]
     _, _, table = select_hyperparameters(
-        loss, graph.eigenvalues, graph.eigenvectors[labeled], loss.encode(codes, 2),
-        taus or module.DEFAULT_TAUS[:1], LAPLACE_GAMMAS, n_nodes=graph.n_nodes,
+        loss, graph.eigenvalues, graph.eigenvectors[labeled], loss.encode(codes, codes.max() + 1),
+        taus or module.DEFAULT_TAUS[:1], gammas, n_nodes=graph.n_nodes,
     )  # fmt: skip
     return table.max()
 
@@ -77,6 +78,29 @@ def test_auto_kernel_is_the_one_of_larger_evidence_and_fits_as_it(data, expected
     np.testing.assert_array_equal(auto.predict_proba(X), chosen.predict_proba(X))
     np.testing.assert_array_equal(auto.posterior_cov(), chosen.posterior_cov())
     assert np.mean(auto.transduction_ == y_true) > 0.9
+
+
+def test_the_kernels_evidence_takes_the_gammas_of_the_fit():
+    """``model="auto"`` with few labels compares the graphs at AUTO_FEW_LABELS_GAMMAS,
+    ``model="spectral"`` over LAPLACE_GAMMAS; on labels the graphs do not fit (three
+    blobs, labels shuffled) the two grids choose different graphs."""
+    from _oracle import blobs
+
+    centers = [[0.0, 0.0], [4.0, 0.0], [2.0, 3.5]]
+    X, y_true, labeled = blobs(3, 30, centers=centers, labels=np.arange(3), n_labeled=8, seed=2)
+    y_true = np.random.RandomState(2).permutation(y_true)
+    y = _labels(y_true, labeled)
+    graphs = {
+        kernel: SpectralGraphClassifier(kernel=kernel, n_eigs=N_EIGS).fit(X, y).graph_
+        for kernel in ("gaussian", "cosine")
+    }
+    chosen = {}
+    for model, gammas in (("auto", module.AUTO_FEW_LABELS_GAMMAS), ("spectral", LAPLACE_GAMMAS)):
+        clf = SpectralGraphClassifier("ce", model=model, n_eigs=N_EIGS).fit(X, y)
+        evidence = {k: _evidence(g, labeled, y_true[labeled], gammas) for k, g in graphs.items()}
+        assert clf.kernel_ == max(evidence, key=evidence.get)
+        chosen[model] = clf.kernel_
+    assert chosen["auto"] != chosen["spectral"]
 
 
 def test_auto_kernel_is_gaussian_beyond_the_node_limit_or_with_a_neighbors_estimator(
