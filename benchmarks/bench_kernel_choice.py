@@ -63,7 +63,7 @@ def score_kernels(name, X, codes, labeled, trial, common, writer):
         clf = SpectralGraphClassifier(kernel=kernel, **common).fit(X[labeled], codes[labeled])
         evidence = clf._kernel_evidence(
             clf.graph_, clf.labeled_nodes_, codes[labeled], int(codes.max()) + 1,
-            gammas=clf._laplace_gammas(clf.model_, clf.labeled_nodes_.size),
+            few=clf._few_labels(clf.model_, clf.labeled_nodes_.size),
         )  # fmt: skip
         accuracy = float(np.mean(clf.transduction_[unlabeled] == codes[unlabeled]))
         row = [name, labeled.size, trial, kernel, evidence, accuracy, auto.kernel_]

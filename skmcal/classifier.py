@@ -34,6 +34,7 @@ from .evidence import (
     SUM_EPSILONS,
     SUM_FULL_TAUS,
     SUM_GAMMAS,
+    constant_share,
     select_full_hyperparameters,
     select_hyperparameters,
     select_sum_hyperparameters,
@@ -112,6 +113,20 @@ AUTO_SUM_MIN_LABELS = 50
 #: does not stop every drop: with V-opt on DNA the evidence takes the
 #: smallest tau instead, whose prior is the constant function's (44 points).
 AUTO_FEW_LABELS_GAMMAS = (0.5,)
+
+#: In the same phase (:data:`~skmcal.classifier.AUTO_FEW_LABELS_GAMMAS`), the taus of
+#: ``tau="auto"`` and of the kernel's choice are those at which the prior's
+#: smoothest eigenvector (the constant function) carries at most this share of
+#: its variance (:func:`skmcal.evidence.constant_share`; the largest tau of
+#: the grid where none does). A larger share is a prior of one value for every
+#: node, and with labels that look like noise the evidence takes it: with
+#: V-opt on DNA, where the graph's other eigenvalues are large (the mean of
+#: the smallest two 0.1), tau = 0.01 (share 0.98) predicted one class, 44
+#: points of accuracy lost over one batch. On the states of
+#: ``benchmarks/bench_low_phase.py`` the cap changed DNA with V-opt only
+#: (mean accuracy 0.544 -> 0.636, worst drop 44.3 -> 21.0 points); it keeps
+#: tau = 0.03 on rare-class (share 0.51), which a cap of one half would not.
+AUTO_FEW_LABELS_MAX_SHARE = 2 / 3
 
 #: ``model="auto"`` keeps the spectral model on more nodes than this: the
 #: summed model's refit and query cost grows with the number of nodes (sparse
@@ -834,16 +849,18 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 return tau, gamma, None
             if last is not None:
                 return last[1], last[2], None
-        taus = self._spectral_taus(graph)
         # "auto" gammas are relative to the spectral prior's scale (see
         # select_hyperparameters). The full-graph prior keeps the paper's scale
         # and grid (Newton losses, or gr/mgr whose Green's columns would not fit):
         # its node variance, summed over all N modes, does not fall with N.
         relative = gamma is None and model != "full"
+        # the spectral phase of model="auto": its own grid for the relative Newton fits
+        few = relative and not loss.closed_form and self._few_labels(model, n_labeled)
+        taus = self._spectral_taus(graph, few)
         if gamma is not None:
             gammas = (gamma,)
         elif relative and not loss.closed_form:
-            gammas = self._laplace_gammas(model, n_labeled)
+            gammas = AUTO_FEW_LABELS_GAMMAS if few else LAPLACE_GAMMAS
         else:
             gammas = DEFAULT_GAMMAS
         # Newton losses, warm refit: the grid starts from the last fit's coefficients,
@@ -875,24 +892,30 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             model = "sum" if summed else "spectral"
         return auto_loss(model) if self.loss == "auto" else self.loss, model
 
-    def _laplace_gammas(self, model, n_labeled):
-        """The relative gammas of ``gamma="auto"`` for a Newton loss, and of the kernel's
-        choice: :data:`~skmcal.classifier.AUTO_FEW_LABELS_GAMMAS` in the spectral phase
-        of ``model="auto"`` (``model`` the resolved one), else
-        :data:`~skmcal.evidence.LAPLACE_GAMMAS`."""
-        few = self.model == "auto" and model == "spectral" and n_labeled < AUTO_SUM_MIN_LABELS
-        return AUTO_FEW_LABELS_GAMMAS if few else LAPLACE_GAMMAS
+    def _few_labels(self, model, n_labeled):
+        """Whether this fit is in the spectral phase of ``model="auto"`` (``model`` the
+        resolved one; fewer labels than :data:`~skmcal.classifier.AUTO_SUM_MIN_LABELS`),
+        where ``"auto"`` searches :data:`~skmcal.classifier.AUTO_FEW_LABELS_GAMMAS` and
+        the taus of :data:`~skmcal.classifier.AUTO_FEW_LABELS_MAX_SHARE`."""
+        return self.model == "auto" and model == "spectral" and n_labeled < AUTO_SUM_MIN_LABELS
 
     @staticmethod
-    def _spectral_taus(graph):
-        """:data:`~skmcal.evidence.DEFAULT_TAUS` with ``tau^2`` at most the median kept eigenvalue.
+    def _spectral_taus(graph, few=False):
+        """:data:`~skmcal.evidence.DEFAULT_TAUS` with ``tau^2`` at most the median kept eigenvalue;
+        ``few`` (``_few_labels()``): of those, the ones of
+        :data:`~skmcal.classifier.AUTO_FEW_LABELS_MAX_SHARE` (the largest where none is).
 
         tau^2 above most kept eigenvalues flattens the prior over them (the
         smoothness is gone); with few labels the evidence can prefer it all
         the same (two moons, 6 labels, mgr: tau=1 and 65% accuracy).
         """
         cap = np.median(graph.eigenvalues)
-        return [t for t in DEFAULT_TAUS if t**2 <= cap] or list(DEFAULT_TAUS[:1])
+        taus = [t for t in DEFAULT_TAUS if t**2 <= cap] or list(DEFAULT_TAUS[:1])
+        if few:
+            shares = [constant_share(graph.eigenvalues, t) for t in taus]
+            taus = [t for t, share in zip(taus, shares, strict=True)
+                    if share <= AUTO_FEW_LABELS_MAX_SHARE] or [max(taus)]  # fmt: skip
+        return taus
 
     def _cached_graph(self, nodes, params):
         """The graph of ``params`` over ``nodes`` from the graph cache (built there if new),
@@ -946,18 +969,20 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         return grids[key][2]
 
     def _kernel_evidence(
-        self, graph, labeled_nodes, codes, n_classes, grids=None, start=None, gammas=LAPLACE_GAMMAS
+        self, graph, labeled_nodes, codes, n_classes, grids=None, start=None, few=False
     ):
         """The largest log evidence of the labels under the spectral ``ce`` model of
-        ``graph`` over the grid of the taus of ``_spectral_taus()`` and ``gammas``
-        (relative to the prior's scale; ``_laplace_gammas()``);
-        ``-inf`` where every grid point failed. ``start``: the coefficients its Newton
-        fits start from (those of the hyperparameters' grid that follows on this graph,
-        which then reuses it through ``grids``)."""
+        ``graph`` over the grid of ``tau="auto"`` and ``gamma="auto"``: the taus of
+        ``_spectral_taus()`` and :data:`~skmcal.evidence.LAPLACE_GAMMAS` (relative to
+        the prior's scale), or with ``few`` (``_few_labels()``) those of the spectral
+        phase of ``model="auto"``; ``-inf`` where every grid point failed. ``start``:
+        the coefficients its Newton fits start from (those of the hyperparameters' grid
+        that follows on this graph, which then reuses it through ``grids``)."""
         try:
             _, _, table, _ = self._spectral_grid(
                 {} if grids is None else grids, LOSSES["ce"], graph, labeled_nodes, codes,
-                n_classes, self._spectral_taus(graph), gammas, graph.n_nodes, start,
+                n_classes, self._spectral_taus(graph, few),
+                AUTO_FEW_LABELS_GAMMAS if few else LAPLACE_GAMMAS, graph.n_nodes, start,
             )  # fmt: skip
         except ValueError:
             return -np.inf
@@ -990,11 +1015,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         return graphs, caught
 
     def _choose_kernel(
-        self, nodes, graph, labeled_nodes, codes, n_classes, level, grids, start_on, gammas
+        self, nodes, graph, labeled_nodes, codes, n_classes, level, grids, start_on, few
     ):
         """The graph of the kernel of :data:`AUTO_KERNELS` whose spectral ``ce`` model
-        gives the labels the largest evidence (``_kernel_evidence()`` over ``gammas``,
-        ``_laplace_gammas()``); ``graph`` is the first kernel's.
+        gives the labels the largest evidence (``_kernel_evidence()``, with ``few`` of
+        ``_few_labels()``); ``graph`` is the first kernel's.
 
         The evidence compares models of the same labels, so it compares graphs:
         a graph whose smooth functions fit the labels better has the larger
@@ -1021,7 +1046,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         start = time.perf_counter()
         evidence = {
             kernel: self._kernel_evidence(
-                g, labeled_nodes, codes, n_classes, grids, start_on(g), gammas
+                g, labeled_nodes, codes, n_classes, grids, start_on(g), few
             )
             for kernel, g in graphs.items()
         }
@@ -1168,7 +1193,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         if chooses:
             graph = self._choose_kernel(
                 nodes, graph, labeled_nodes, codes, classes.size, level, grids, grid_start_on,
-                self._laplace_gammas(model, labeled_nodes.size),
+                self._few_labels(model, labeled_nodes.size),
             )  # fmt: skip
         weighs = self._weighs_scale(nodes.n_nodes, model)
         narrow = self._narrow_graph(nodes, graph) if weighs else None

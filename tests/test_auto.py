@@ -73,7 +73,7 @@ def test_auto_model_takes_the_few_labels_gammas_below_the_label_threshold(monkey
     graph, ce = auto.graph_, LOSSES["ce"]
     tau, gamma, _ = select_hyperparameters(
         ce, graph.eigenvalues, graph.eigenvectors[auto.labeled_nodes_],
-        ce.encode(y[auto.labeled_nodes_], 3), auto._spectral_taus(graph),
+        ce.encode(y[auto.labeled_nodes_], 3), auto._spectral_taus(graph, few=True),
         module.AUTO_FEW_LABELS_GAMMAS, n_nodes=graph.n_nodes,
     )  # fmt: skip
     assert (auto.tau_, auto.gamma_) == (tau, gamma)
@@ -84,6 +84,36 @@ def test_auto_model_takes_the_few_labels_gammas_below_the_label_threshold(monkey
 
     monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", N_LABELED)
     _assert_same_fit(_fit(X, y, loss="ce", kernel="gaussian"), searched, X)
+
+
+def test_auto_model_with_few_labels_leaves_out_the_taus_of_a_constant_prior(monkeypatch):
+    """Points without cluster structure (Gaussian noise in 30 dimensions), labels at
+    random: the graph's eigenvalues are large, and at tau = 0.01 and 0.03 the smoothest
+    eigenvector carries over 90% of the prior's variance (computed here by hand).
+    model="auto" with few labels searches tau = 0.1 alone, where the evidence at
+    AUTO_FEW_LABELS_GAMMAS over every tau takes 0.01."""
+    rng = np.random.RandomState(5)
+    X, y_true = rng.randn(150, 30), rng.randint(0, 3, 150)
+    labeled = rng.choice(150, N_LABELED, replace=False)
+    y = semi_supervised(y_true, labeled)
+
+    def fit():
+        return SpectralGraphClassifier(kernel="gaussian", n_eigs=40, cache=False).fit(X, y)
+
+    auto = fit()
+    lam = auto.graph_.eigenvalues
+    share = {t: (1 / (lam.min() + t**2)) / np.sum(1 / (lam + t**2)) for t in module.DEFAULT_TAUS}
+    assert all(t**2 <= np.median(lam) for t in module.DEFAULT_TAUS)
+    kept = [t for t in module.DEFAULT_TAUS if share[t] <= module.AUTO_FEW_LABELS_MAX_SHARE]
+    assert kept == [0.1] and min(share[0.01], share[0.03]) > 0.9
+    ce, V = LOSSES["ce"], auto.graph_.eigenvectors[auto.labeled_nodes_]
+    tau, gamma, _ = select_hyperparameters(
+        ce, lam, V, ce.encode(y[auto.labeled_nodes_], 3), kept, module.AUTO_FEW_LABELS_GAMMAS,
+        n_nodes=auto.graph_.n_nodes,
+    )  # fmt: skip
+    assert (auto.tau_, auto.gamma_) == (tau, gamma)
+    monkeypatch.setattr(module, "AUTO_FEW_LABELS_MAX_SHARE", 1.0)
+    assert fit().tau_ == 0.01
 
 
 def test_auto_model_threshold_does_not_grow_with_the_classes(monkeypatch):

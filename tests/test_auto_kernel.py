@@ -45,14 +45,26 @@ def _labels(y_true, labeled):
     return y
 
 
-def _evidence(graph, labeled, codes, gammas=module.AUTO_FEW_LABELS_GAMMAS):
-    """The largest ce evidence of the labels over the grid of ``gammas``, by hand (by
-    default the gammas of ``model="auto"`` with few labels)."""
+def _taus(graph, few):
+    """The taus of the grid, by hand: DEFAULT_TAUS with tau^2 at most the median
+    eigenvalue; ``few`` (model="auto", few labels): of those, the ones whose prior puts
+    at most AUTO_FEW_LABELS_MAX_SHARE of its variance on the smoothest eigenvector."""
+    lam = graph.eigenvalues
+    taus = [t for t in module.DEFAULT_TAUS if t**2 <= np.median(lam)] or [module.DEFAULT_TAUS[0]]
+    if few:
+        shares = {t: (1 / (lam.min() + t**2)) / np.sum(1 / (lam + t**2)) for t in taus}
+        taus = [t for t in taus if shares[t] <= module.AUTO_FEW_LABELS_MAX_SHARE] or [max(taus)]
+    return taus
+
+
+def _evidence(graph, labeled, codes, few=True):
+    """The largest ce evidence of the labels over the grid, by hand (by default that of
+    ``model="auto"`` with few labels; ``few=False``: LAPLACE_GAMMAS)."""
     loss = LOSSES["ce"]
-    taus = [t for t in module.DEFAULT_TAUS if t**2 <= np.median(graph.eigenvalues)]
     _, _, table = select_hyperparameters(
         loss, graph.eigenvalues, graph.eigenvectors[labeled], loss.encode(codes, codes.max() + 1),
-        taus or module.DEFAULT_TAUS[:1], gammas, n_nodes=graph.n_nodes,
+        _taus(graph, few), module.AUTO_FEW_LABELS_GAMMAS if few else LAPLACE_GAMMAS,
+        n_nodes=graph.n_nodes,
     )  # fmt: skip
     return table.max()
 
@@ -81,8 +93,9 @@ def test_auto_kernel_is_the_one_of_larger_evidence_and_fits_as_it(data, expected
 
 
 def test_the_kernels_evidence_takes_the_gammas_of_the_fit():
-    """``model="auto"`` with few labels compares the graphs at AUTO_FEW_LABELS_GAMMAS,
-    ``model="spectral"`` over LAPLACE_GAMMAS; on labels the graphs do not fit (three
+    """``model="auto"`` with few labels compares the graphs on its grid
+    (AUTO_FEW_LABELS_GAMMAS, taus of AUTO_FEW_LABELS_MAX_SHARE), ``model="spectral"``
+    over LAPLACE_GAMMAS; on labels the graphs do not fit (three
     blobs, labels shuffled) the two grids choose different graphs."""
     from _oracle import blobs
 
@@ -95,9 +108,9 @@ def test_the_kernels_evidence_takes_the_gammas_of_the_fit():
         for kernel in ("gaussian", "cosine")
     }
     chosen = {}
-    for model, gammas in (("auto", module.AUTO_FEW_LABELS_GAMMAS), ("spectral", LAPLACE_GAMMAS)):
+    for model, few in (("auto", True), ("spectral", False)):
         clf = SpectralGraphClassifier("ce", model=model, n_eigs=N_EIGS).fit(X, y)
-        evidence = {k: _evidence(g, labeled, y_true[labeled], gammas) for k, g in graphs.items()}
+        evidence = {k: _evidence(g, labeled, y_true[labeled], few) for k, g in graphs.items()}
         assert clf.kernel_ == max(evidence, key=evidence.get)
         chosen[model] = clf.kernel_
     assert chosen["auto"] != chosen["spectral"]

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
+from skmcal import SpectralGraphClassifier
 from skmcal.evidence import (
+    constant_share,
     full_log_evidence,
     log_evidence,
     prior_scale,
@@ -319,3 +321,24 @@ def test_full_evidence_errors(kwargs, match):
         full_log_evidence(**args)
     with pytest.raises(ValueError, match="taus must be a non-empty grid"):
         select_full_hyperparameters(lambda t: np.eye(3), np.ones(3), taus=(), gammas=(0.1,))
+
+
+def test_constant_share_against_the_dense_prior():
+    """The share of the prior's variance on the smoothest eigenvector, against the dense
+    prior covariance (L + tau^2 I)^-1 of a small graph (every eigenpair kept), read
+    along the normalised Laplacian's null vector D^(1/2) 1 (built here from the
+    weights, not the eigensolver)."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(30, 3)
+    graph = SpectralGraphClassifier(kernel="gaussian", n_eigs=30, cache=False).fit(
+        X, np.r_[0, 1, np.full(28, -1)]
+    ).graph_
+    W = graph.weights.toarray()
+    d = W.sum(axis=1)
+    L = np.eye(30) - W / np.sqrt(np.outer(d, d))
+    null = np.sqrt(d) / np.linalg.norm(np.sqrt(d))
+    for tau in (0.01, 0.1, 1.0):
+        cov = np.linalg.inv(L + tau**2 * np.eye(30))
+        expected = null @ cov @ null / np.trace(cov)
+        assert constant_share(graph.eigenvalues, tau) == pytest.approx(expected, rel=1e-8)
+    assert 0 < constant_share(graph.eigenvalues, 1.0) < constant_share(graph.eigenvalues, 0.01) <= 1
