@@ -106,12 +106,13 @@ AUTO_SUM_MIN_LABELS = 50
 #: (``benchmarks/bench_low_phase.py``: 16 data sets, every strategy, 5
 #: trials; rule ``chosen`` against ``previous``, the full grid), it left the
 #: benchmark's data sets as they were (Fashion-MNIST: one trial's first fit),
-#: raised DNA's mean accuracy by 7 to 20 points with every strategy and
+#: raised DNA's mean accuracy by 7 to 32 points with every strategy and
 #: noisy-features' by 0.6 to 2 points (its worst one-batch drops from 2.9 to
 #: 9.1 points to 0.4 to 3.9), and cost at most 1.1 points (unscaled,
-#: Sigma-opt); over the 77 data set and strategy pairs, 0.749 -> 0.758. It
-#: does not stop every drop: with V-opt on DNA the evidence takes the
-#: smallest tau instead, whose prior is the constant function's (44 points).
+#: Sigma-opt); over the 77 data set and strategy pairs, 0.748 -> 0.759 (with
+#: :data:`~skmcal.classifier.AUTO_FEW_LABELS_MAX_SHARE`, which the evidence
+#: otherwise evades on DNA by the smallest tau). It does not stop every drop
+#: (Satellite's kernel flip; the README's "Outside the benchmark").
 AUTO_FEW_LABELS_GAMMAS = (0.5,)
 
 #: In the same phase (:data:`~skmcal.classifier.AUTO_FEW_LABELS_GAMMAS`), the taus of
