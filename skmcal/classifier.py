@@ -861,7 +861,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         if gamma is not None:
             gammas = (gamma,)
         elif relative and not loss.closed_form:
-            gammas = AUTO_FEW_LABELS_GAMMAS if few else LAPLACE_GAMMAS
+            gammas = self._newton_gammas(few)
         else:
             gammas = DEFAULT_GAMMAS
         # Newton losses, warm refit: the grid starts from the last fit's coefficients,
@@ -913,10 +913,16 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         cap = np.median(graph.eigenvalues)
         taus = [t for t in DEFAULT_TAUS if t**2 <= cap] or list(DEFAULT_TAUS[:1])
         if few:
-            shares = [constant_share(graph.eigenvalues, t) for t in taus]
-            taus = [t for t, share in zip(taus, shares, strict=True)
-                    if share <= AUTO_FEW_LABELS_MAX_SHARE] or [max(taus)]  # fmt: skip
+            share = AUTO_FEW_LABELS_MAX_SHARE
+            taus = [t for t in taus if constant_share(graph.eigenvalues, t) <= share] or [max(taus)]
         return taus
+
+    @staticmethod
+    def _newton_gammas(few=False):
+        """The relative gammas of ``gamma="auto"`` for the Newton losses and of the kernel's
+        choice: :data:`~skmcal.evidence.LAPLACE_GAMMAS`; ``few`` (``_few_labels()``):
+        :data:`~skmcal.classifier.AUTO_FEW_LABELS_GAMMAS`."""
+        return AUTO_FEW_LABELS_GAMMAS if few else LAPLACE_GAMMAS
 
     def _cached_graph(self, nodes, params):
         """The graph of ``params`` over ``nodes`` from the graph cache (built there if new),
@@ -974,16 +980,16 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     ):
         """The largest log evidence of the labels under the spectral ``ce`` model of
         ``graph`` over the grid of ``tau="auto"`` and ``gamma="auto"``: the taus of
-        ``_spectral_taus()`` and :data:`~skmcal.evidence.LAPLACE_GAMMAS` (relative to
-        the prior's scale), or with ``few`` (``_few_labels()``) those of the spectral
-        phase of ``model="auto"``; ``-inf`` where every grid point failed. ``start``:
-        the coefficients its Newton fits start from (those of the hyperparameters' grid
-        that follows on this graph, which then reuses it through ``grids``)."""
+        ``_spectral_taus()`` and the gammas of ``_newton_gammas()`` (relative to the
+        prior's scale), ``few`` (``_few_labels()``) passed to both; ``-inf`` where every
+        grid point failed. ``start``: the coefficients its Newton fits start from (those
+        of the hyperparameters' grid that follows on this graph, which then reuses it
+        through ``grids``)."""
         try:
             _, _, table, _ = self._spectral_grid(
                 {} if grids is None else grids, LOSSES["ce"], graph, labeled_nodes, codes,
-                n_classes, self._spectral_taus(graph, few),
-                AUTO_FEW_LABELS_GAMMAS if few else LAPLACE_GAMMAS, graph.n_nodes, start,
+                n_classes, self._spectral_taus(graph, few), self._newton_gammas(few),
+                graph.n_nodes, start,
             )  # fmt: skip
         except ValueError:
             return -np.inf
