@@ -61,9 +61,11 @@ def score_kernels(name, X, codes, labeled, trial, common, writer):
     rows = []
     for kernel in KERNELS:
         clf = SpectralGraphClassifier(kernel=kernel, **common).fit(X[labeled], codes[labeled])
+        weights = clf.class_weight_[np.searchsorted(clf.classes_, codes[labeled])]
         evidence = clf._kernel_evidence(
             clf.graph_, clf.labeled_nodes_, codes[labeled], int(codes.max()) + 1,
             few=clf._few_labels(clf.model_, clf.labeled_nodes_.size),
+            weights=None if np.all(weights == 1.0) else weights,
         )  # fmt: skip
         accuracy = float(np.mean(clf.transduction_[unlabeled] == codes[unlabeled]))
         row = [name, labeled.size, trial, kernel, evidence, accuracy, auto.kernel_]

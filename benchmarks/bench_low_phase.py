@@ -33,6 +33,11 @@ scale):
 - ``average-best``: the evidence-weighted average of each kernel's best grid
   point (the kernels averaged, each at its own ``(tau, gamma)``).
 
+Since 2026-11-28 the classifier also weighs the labels of this phase by class
+(``class_weight="auto"``: balanced); ``chosen`` has those weights, and the
+other rules fit unit weights, as the classifier did before (``previous`` is
+that rule, weights included).
+
 The queries come from the classifier as it is, so every rule sees the same
 labels: the rules differ by their predictions only, and a difference is the
 rule's, not the path's. (A rule put into the classifier would change the

@@ -55,7 +55,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ._threads import scoring_threads, with_small_algebra
-from .fitting import newton_map
+from .fitting import check_weights, newton_map
 from .posterior import cho_logdet, cho_solve, cholesky
 
 #: The default grids of :func:`select_hyperparameters`. Bounded above in tau:
@@ -97,8 +97,14 @@ FULL_GAMMAS = (0.1, 0.2, 0.5, 1.0)
 _LOG_2PI = np.log(2.0 * np.pi)
 
 
-def _gaussian_evidence(prior, P, targets, gamma):
+def _gaussian_evidence(prior, P, targets, gamma, weights=None):
     Y = targets[:, None] if targets.ndim == 1 else targets
+    if weights is not None:
+        # noise gamma^2 / w_j at row j: the unit-noise model of rows scaled by sqrt(w_j),
+        # whose density differs by the Jacobian prod_j sqrt(w_j) per target column
+        root = np.sqrt(weights)[:, None]
+        jacobian = 0.5 * Y.shape[1] * np.sum(np.log(weights))
+        return _gaussian_evidence(prior, P * root, Y * root, gamma) + jacobian
     n = P.shape[0]
     g2 = gamma**2
     A = P.T @ P / g2
@@ -112,14 +118,15 @@ def _gaussian_evidence(prior, P, targets, gamma):
     return -0.5 * quad - 0.5 * k * logdet - 0.5 * k * n * _LOG_2PI
 
 
-def _laplace_evidence(loss, prior, P, targets, gamma, coef_init):
-    fit = newton_map(loss, prior, P, targets, gamma, coef_init=coef_init)
+def _laplace_evidence(loss, prior, P, targets, gamma, coef_init, weights=None):
+    fit = newton_map(loss, prior, P, targets, gamma, coef_init=coef_init, weights=weights)
     if not fit.converged:
         raise ConvergenceWarning(
             f"Newton's method for the {loss.name!r} loss did not converge at gamma={gamma!r}."
         )
     coef = fit.coef
-    value = loss.value(P @ coef, targets, gamma).sum()
+    value = loss.value(P @ coef, targets, gamma)
+    value = float(np.dot(value, weights) if weights is not None else value.sum())
     # log|H| from the factor of Newton's last Hessian (ce: H~ on the zero-sum
     # subspace, which H maps to itself); no covariance is formed.
     if loss.multiclass:
@@ -161,11 +168,16 @@ def _check_weight(eps):
 
 
 @with_small_algebra
-def log_evidence(loss, eigenvalues, P, targets, tau: float, gamma: float) -> float:
+def log_evidence(
+    loss, eigenvalues, P, targets, tau: float, gamma: float, *, weights=None
+) -> float:
     """Log evidence of the spectral model at ``(tau, gamma)``.
 
     Exact for ``gr`` and ``mgr``, the Laplace approximation for the others
-    (see the module documentation).
+    (see the module documentation). With ``weights``, that of the weighted
+    model of :func:`skmcal.fitting.fit_posterior` (``gr``/``mgr``: noise
+    ``gamma^2 / w_j`` at labeled row ``j``; the others: the loss term of row
+    ``j`` counted ``w_j`` times in the Laplace approximation).
 
     Parameters
     ----------
@@ -178,6 +190,8 @@ def log_evidence(loss, eigenvalues, P, targets, tau: float, gamma: float) -> flo
     targets : ndarray of shape (n_labeled,) or (n_labeled, n_classes)
         Labels in {-1, +1} (binary losses) or one-hot rows.
     tau, gamma : float
+    weights : ndarray of shape (n_labeled,) or None, default=None
+        The weight of each labeled row (positive); None: one each.
 
     Returns
     -------
@@ -193,12 +207,13 @@ def log_evidence(loss, eigenvalues, P, targets, tau: float, gamma: float) -> flo
     -4.6442
     """
     eigenvalues, P, targets = _check(loss, eigenvalues, P, targets)
+    weights = check_weights(weights, P.shape[0])
     _check_positive("tau", tau)
     _check_positive("gamma", gamma)
     prior = eigenvalues + tau**2
     if loss.closed_form:
-        return float(_gaussian_evidence(prior, P, targets, gamma))
-    return float(_laplace_evidence(loss, prior, P, targets, gamma, None)[0])
+        return float(_gaussian_evidence(prior, P, targets, gamma, weights))
+    return float(_laplace_evidence(loss, prior, P, targets, gamma, None, weights)[0])
 
 
 def prior_scale(eigenvalues, tau: float, n_nodes: int) -> float:
@@ -285,7 +300,7 @@ def _check_grid(taus, gammas):
     return taus, gammas
 
 
-def _laplace_row(loss, prior, P, targets, gammas, start):
+def _laplace_row(loss, prior, P, targets, gammas, start, weights=None):
     """Log evidence (Laplace) at every gamma of one tau, and the MAP of each.
 
     Each fit is warm-started from the previous gamma's MAP (the first from
@@ -294,7 +309,9 @@ def _laplace_row(loss, prior, P, targets, gammas, start):
     values, coefs, coef = np.full(gammas.size, -np.inf), [None] * gammas.size, start
     for j, gamma in enumerate(gammas):
         try:
-            values[j], coefs[j] = _laplace_evidence(loss, prior, P, targets, gamma, coef)
+            values[j], coefs[j] = _laplace_evidence(
+                loss, prior, P, targets, gamma, coef, weights
+            )
             coef = coefs[j]
         except (ConvergenceWarning, ValueError):
             coef = start
@@ -314,6 +331,7 @@ def select_hyperparameters(
     coef_init=None,
     n_threads=None,
     return_coef=False,
+    weights=None,
 ):
     """The ``(tau, gamma)`` of a grid with the largest log evidence.
 
@@ -351,6 +369,8 @@ def select_hyperparameters(
         unscaled model at the returned ``(tau, gamma)`` (the ``coef`` a fit
         there converges to, and a start that it accepts at once); None for
         ``gr``/``mgr``.
+    weights : ndarray of shape (n_labeled,) or None, default=None
+        As :func:`log_evidence`: the evidence of the weighted model.
 
     Returns
     -------
@@ -375,6 +395,7 @@ def select_hyperparameters(
     (3, 4)
     """
     eigenvalues, P, targets = _check(loss, eigenvalues, P, targets)
+    weights = check_weights(weights, P.shape[0])
     taus, gammas = _check_grid(taus, gammas)
     table = np.full((taus.size, gammas.size), -np.inf)
     scales = np.ones(taus.size)
@@ -387,14 +408,14 @@ def select_hyperparameters(
     if loss.closed_form:
         for i, prior in enumerate(priors):
             for j, gamma in enumerate(gammas):
-                table[i, j] = _gaussian_evidence(prior, P, targets, gamma)
+                table[i, j] = _gaussian_evidence(prior, P, targets, gamma, weights)
     else:
         start = None if coef_init is None else np.asarray(coef_init, dtype=float)
 
         def row(i):
             return _laplace_row(
                 loss, priors[i], P, targets, gammas,
-                None if start is None else start * np.sqrt(scales[i]),
+                None if start is None else start * np.sqrt(scales[i]), weights,
             )  # fmt: skip
 
         workers = min(taus.size, scoring_threads(n_threads))

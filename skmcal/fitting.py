@@ -5,7 +5,9 @@ l(p_j' alpha, y_j)`` over the spectral coefficients (:mod:`skmcal.posterior`).
 Gaussian losses (``gr``, ``mgr``) are solved in closed form; the others by
 Newton's method with a backtracking line search (ce on its zero-sum subspace,
 with chord steps). :func:`fit_posterior` returns the posterior family of the
-loss.
+loss. Weighted labels (``class_weight``) count their loss terms ``w_j`` times:
+``sum_j w_j l(p_j' alpha, y_j)``, for ``gr``/``mgr`` noise of variance
+``gamma^2 / w_j``.
 """
 
 from __future__ import annotations
@@ -37,12 +39,38 @@ _MIN_STEP = 2.0**-40
 _ROUNDOFF = 16 * np.finfo(float).eps
 
 
-def _gaussian_map(prior, P, targets, gamma):
-    """Closed form for gr/mgr: ``C = (Lambda + P'P/g^2)^-1``, ``alpha = C P' y / g^2``."""
-    H = P.T @ P / gamma**2
+def check_weights(weights, n_labeled):
+    """``weights`` of the labeled rows as a float array, or None (unit weights).
+
+    Every weight must be positive and finite, one per labeled row.
+    """
+    if weights is None:
+        return None
+    weights = np.asarray(weights, dtype=float)
+    if weights.shape != (n_labeled,) or not np.all(np.isfinite(weights) & (weights > 0)):
+        raise ValueError(
+            f"weights must hold one positive finite float per labeled row ({n_labeled}); "
+            f"got shape {weights.shape} with minimum "
+            f"{float(np.min(weights)) if weights.size else None!r}."
+        )
+    return weights
+
+
+def _weighted(rows, weights):
+    """``diag(weights) rows``: ``rows`` as they are where ``weights`` is None."""
+    if weights is None:
+        return rows
+    return rows * weights.reshape((-1,) + (1,) * (rows.ndim - 1))
+
+
+def _gaussian_map(prior, P, targets, gamma, weights=None):
+    """Closed form for gr/mgr: ``C = (Lambda + P'WP/g^2)^-1``, ``alpha = C P'W y / g^2``
+    (``W`` the diagonal of the labeled rows' weights; the identity without)."""
+    WP = _weighted(P, weights)
+    H = WP.T @ P / gamma**2
     H[np.diag_indices_from(H)] += prior
     cov = cho_inverse(cholesky(H))
-    return cov @ (P.T @ targets) / gamma**2, cov
+    return cov @ (WP.T @ targets) / gamma**2, cov
 
 
 class _BinaryProblem:
@@ -51,8 +79,9 @@ class _BinaryProblem:
     #: Whether chord steps (reusing a factor) pay: not for an M x M Hessian.
     chord = False
 
-    def __init__(self, loss: BinaryLoss, prior, P, y, gamma):
+    def __init__(self, loss: BinaryLoss, prior, P, y, gamma, weights=None):
         self.loss, self.prior, self.P, self.y, self.gamma = loss, prior, P, y, gamma
+        self.weights = weights  # of the labeled rows' loss terms; None: unit weights
 
     def start(self, coef_init):
         if coef_init is None:
@@ -63,11 +92,12 @@ class _BinaryProblem:
         return x
 
     def objective(self, alpha):
-        value = self.loss.value(self.P @ alpha, self.y, self.gamma).sum()
-        return 0.5 * np.dot(self.prior * alpha, alpha) + value
+        value = _weighted(self.loss.value(self.P @ alpha, self.y, self.gamma), self.weights)
+        return 0.5 * np.dot(self.prior * alpha, alpha) + value.sum()
 
     def gradient_hessian(self, alpha):
         first, second = self.loss.derivatives(self.P @ alpha, self.y, self.gamma)
+        first, second = _weighted(first, self.weights), _weighted(second, self.weights)
         grad = self.prior * alpha + self.P.T @ first
         H = (self.P.T * second) @ self.P
         H[np.diag_indices_from(H)] += self.prior
@@ -85,17 +115,19 @@ class _BinaryProblem:
         return cho_inverse(factor)
 
 
-def ce_hessian(prior, P, Pi, gamma):
+def ce_hessian(prior, P, Pi, gamma, weights=None):
     """Hessian of the ce objective, class-major, at softmax rows ``Pi``.
 
-    ``I (x) Lambda_tau + (1/gamma^2) sum_j (diag(pi_j) - pi_j pi_j') (x) p_j p_j'``
-    assembled as ``blockdiag(P' diag(pi_c) P) - Q'Q`` with ``Q = [pi_c * P]_c``.
+    ``I (x) Lambda_tau + (1/gamma^2) sum_j w_j (diag(pi_j) - pi_j pi_j') (x) p_j p_j'``
+    assembled as ``blockdiag(P' diag(w pi_c) P) - Q'WQ`` with ``Q = [pi_c * P]_c``
+    (``w_j = 1`` without ``weights``).
     """
     n_labeled, M = P.shape
     n_classes = Pi.shape[1]
     Q = (Pi[:, :, None] * P[:, None, :]).reshape(n_labeled, n_classes * M)
-    H = -(Q.T @ Q)
-    diagonal_blocks = (Q.T @ P).reshape(n_classes, M, M)
+    WQ = _weighted(Q, weights)
+    H = -(WQ.T @ Q)
+    diagonal_blocks = (WQ.T @ P).reshape(n_classes, M, M)
     for c in range(n_classes):
         H[c * M : (c + 1) * M, c * M : (c + 1) * M] += diagonal_blocks[c]
     H /= gamma**2
@@ -103,11 +135,12 @@ def ce_hessian(prior, P, Pi, gamma):
     return H
 
 
-def ce_reduced_hessian(prior, P, Pi, gamma):
+def ce_reduced_hessian(prior, P, Pi, gamma, weights=None):
     """Hessian of the ce objective on the zero-sum subspace, ``H~ = (E (x) I)' H (E (x) I)``.
 
-    ``H~ = I (x) Lambda_tau + (1/gamma^2) sum_j F_j (x) p_j p_j'`` with ``F_j =
-    E' (diag(pi_j) - pi_j pi_j') E`` (``(n_c - 1)``-square), assembled block by
+    ``H~ = I (x) Lambda_tau + (1/gamma^2) sum_j w_j F_j (x) p_j p_j'`` with ``F_j =
+    E' (diag(pi_j) - pi_j pi_j') E`` (``(n_c - 1)``-square; ``w_j = 1`` without
+    ``weights``), assembled block by
     block: class block ``(a, b)`` is ``P' diag(F_.ab) P / gamma^2``, one matrix
     product for the ``d (d + 1) / 2`` blocks ``a <= b`` (``d = n_c - 1``).
     Class-major, ``(d M, d M)``.
@@ -118,7 +151,7 @@ def ce_reduced_hessian(prior, P, Pi, gamma):
     rows, cols = np.triu_indices(d)
     PiE = Pi @ E
     F = Pi @ (E[:, rows] * E[:, cols]) - PiE[:, rows] * PiE[:, cols]  # (n_labeled, T)
-    F /= gamma**2
+    F = _weighted(F, weights) / gamma**2
     blocks = P.T @ (F[:, :, None] * P[:, None, :]).reshape(n_labeled, -1)  # (M, T M)
     blocks = blocks.reshape(M, rows.size, M).transpose(1, 0, 2)  # (T, M, M), each symmetric
     H = np.empty((d, d, M, M))
@@ -150,8 +183,8 @@ class _CrossEntropyProblem(_BinaryProblem):
 
     chord = True  # a (n_c - 1) M Hessian: its assembly and factor dominate
 
-    def __init__(self, loss: CrossEntropyLoss, prior, P, Y, gamma):
-        super().__init__(loss, prior, P, Y, gamma)
+    def __init__(self, loss: CrossEntropyLoss, prior, P, Y, gamma, weights=None):
+        super().__init__(loss, prior, P, Y, gamma, weights)
         self.n_classes, self.M = Y.shape[1], P.shape[1]
         self.basis = zero_sum_basis(self.n_classes)
 
@@ -184,6 +217,7 @@ class _CrossEntropyProblem(_BinaryProblem):
     def objective_gradient(self, a):
         A = self.coef(a)
         value, G = self.loss.value_gradient(self.P @ A, self.y, self.gamma)
+        value, G = _weighted(value, self.weights), _weighted(G, self.weights)
         objective = 0.5 * np.sum(self.prior[:, None] * A * A) + value.sum()
         return objective, (self.prior[:, None] * A + self.P.T @ G).T.ravel()
 
@@ -191,8 +225,9 @@ class _CrossEntropyProblem(_BinaryProblem):
         """The gradient (class-major) and ``H~`` (on the zero-sum subspace)."""
         A = self.coef(a)
         G, Pi = self.loss.derivatives(self.P @ A, self.y, self.gamma)
-        grad = self.prior[:, None] * A + self.P.T @ G
-        return grad.T.ravel(), ce_reduced_hessian(self.prior, self.P, Pi, self.gamma)
+        grad = self.prior[:, None] * A + self.P.T @ _weighted(G, self.weights)
+        H = ce_reduced_hessian(self.prior, self.P, Pi, self.gamma, self.weights)
+        return grad.T.ravel(), H
 
     def factor(self, H):
         """Lower Cholesky factor of ``H~`` (numpy's, which releases the GIL: the
@@ -312,8 +347,14 @@ def fit_posterior(
     max_iter=100,
     tol=1e-10,
     n_threads=None,
+    weights=None,
 ):
     """MAP and Laplace posterior of ``loss`` in spectral coordinates.
+
+    With ``weights``, the loss term of labeled row ``j`` counts ``w_j`` times:
+    ``J(alpha) = 1/2 <alpha, Lambda_tau alpha> + sum_j w_j l(p_j' alpha, y_j)``
+    (for ``gr``/``mgr``, noise of variance ``gamma^2 / w_j`` at row ``j``). The
+    posterior's look-ahead adds a candidate at unit weight.
 
     Parameters
     ----------
@@ -341,6 +382,8 @@ def fit_posterior(
     n_threads : int or None
         Threads of the posterior's candidate scoring (None: the cores the BLAS
         pools may use, ``skmcal._threads.scoring_threads()``).
+    weights : ndarray of shape (n_labeled,) or None
+        The weight of each labeled row's loss term (positive); None: one each.
 
     Returns
     -------
@@ -349,12 +392,14 @@ def fit_posterior(
         :class:`~skmcal.softmax.SoftmaxPosterior`, by ``loss.family``.
     """
     P = eigenvectors[labeled]
+    weights = check_weights(weights, P.shape[0])
     family = FAMILIES[loss.family]
     if loss.closed_form:
-        coef, cov = _gaussian_map(prior, P, targets, gamma)
+        coef, cov = _gaussian_map(prior, P, targets, gamma, weights)
         return family(loss, gamma, eigenvectors, coef, cov, n_threads=n_threads)
     fit = newton_map(
-        loss, prior, P, targets, gamma, coef_init=coef_init, max_iter=max_iter, tol=tol
+        loss, prior, P, targets, gamma, coef_init=coef_init, max_iter=max_iter, tol=tol,
+        weights=weights,
     )
     if not fit.converged:
         warnings.warn(
@@ -396,17 +441,18 @@ class NewtonMap:
         return cho_logdet(self.factor)
 
 
-def newton_map(loss, prior, P, targets, gamma, *, coef_init=None, max_iter=100, tol=1e-10):
+def newton_map(
+    loss, prior, P, targets, gamma, *, coef_init=None, max_iter=100, tol=1e-10, weights=None
+):
     """MAP of a Newton loss (logistic, probit, ce) by ``_newton()``, with its Hessian factor.
 
     Parameters as :func:`fit_posterior`, with ``P`` the eigenvector rows of
-    the labeled nodes. A warm start worse than the prior mean is replaced by
-    the prior mean. No warning: the caller reads ``converged``.
+    the labeled nodes (``weights`` as checked by :func:`check_weights`). A warm
+    start worse than the prior mean is replaced by the prior mean. No warning:
+    the caller reads ``converged``.
     """
-    if loss.family == "softmax":
-        problem = _CrossEntropyProblem(loss, prior, P, targets, gamma)
-    else:
-        problem = _BinaryProblem(loss, prior, P, targets, gamma)
+    problem_type = _CrossEntropyProblem if loss.family == "softmax" else _BinaryProblem
+    problem = problem_type(loss, prior, P, targets, gamma, weights)
     x0 = problem.start(coef_init)
     if coef_init is not None and not problem.objective(x0) <= problem.objective(0.0 * x0):
         x0 = 0.0 * x0  # a warm start worse than the prior mean: start cold

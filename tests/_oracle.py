@@ -266,7 +266,8 @@ class BruteForce:
     ``a`` is the class-major coefficient vector (index ``c * M + i``); for the
     binary losses it is ``alpha``. ``W`` maps ``a`` to the latent values at
     every node (``V``, or ``I_nc (x) V`` for ce). mgr keeps its shared
-    ``M x M`` covariance.
+    ``M x M`` covariance. ``w``: the weight of each labeled node's loss term
+    (``class_weight_`` of its class); a look-ahead adds its candidate at weight 1.
     """
 
     def __init__(self, clf, X, y):
@@ -286,6 +287,7 @@ class BruteForce:
         else:
             self.T = (y[labeled][:, None] == self.classes[None, :]).astype(float)
             self.n_classes = self.classes.size
+        self.w = clf.class_weight_[np.searchsorted(self.classes, y[labeled])]
         self.coef = np.asarray(clf.posterior_.coef, dtype=float)
         self.X, self.y = X, y
         self.unlabeled = np.flatnonzero(y == -1)
@@ -306,22 +308,22 @@ class BruteForce:
     # the objective at the fitted MAP
     def gradient_hessian(self):
         """Gradient and dense Hessian of J at the fitted MAP (mgr: shared M x M Hessian)."""
-        g, P, A = self.g, self.P, self.coef
+        g, P, A, w = self.g, self.P, self.coef, self.w
         U = P @ A
         if self.loss in BINARY:
             F, Fp = binary_derivatives(self.loss, U, self.T, g)
-            grad = self.lam * A + P.T @ F
-            H = np.diag(self.lam) + P.T @ np.diag(Fp) @ P
+            grad = self.lam * A + P.T @ (w * F)
+            H = np.diag(self.lam) + P.T @ np.diag(w * Fp) @ P
             return grad, H
         if self.loss == "mgr":
-            grad = self.lam[:, None] * A + P.T @ (U - self.T) / g**2
-            return grad, np.diag(self.lam) + P.T @ P / g**2
+            grad = self.lam[:, None] * A + P.T @ (w[:, None] * (U - self.T)) / g**2
+            return grad, np.diag(self.lam) + P.T @ np.diag(w) @ P / g**2
         n_c = self.n_classes
         Pi = softmax_rows(U / g)
-        grad = self.vec(self.lam[:, None] * A + P.T @ (Pi - self.T) / g)
+        grad = self.vec(self.lam[:, None] * A + P.T @ (w[:, None] * (Pi - self.T)) / g)
         H = np.kron(np.eye(n_c), np.diag(self.lam))
-        for p, pi in zip(P, Pi, strict=True):
-            H += np.kron(np.diag(pi) - np.outer(pi, pi), np.outer(p, p)) / g**2
+        for p, pi, w_j in zip(P, Pi, w, strict=True):
+            H += w_j * np.kron(np.diag(pi) - np.outer(pi, pi), np.outer(p, p)) / g**2
         return grad, H
 
     def pseudo_label(self, k):
@@ -338,13 +340,14 @@ class BruteForce:
         """
         g, v = self.g, self.V[k]
         label = self.pseudo_label(k) if label is None else label
+        WP = self.P * self.w[:, None]
         if self.loss == "gr":
-            H = np.diag(self.lam) + (self.P.T @ self.P + np.outer(v, v)) / g**2
-            rhs = (self.P.T @ self.T + v * label) / g**2
+            H = np.diag(self.lam) + (WP.T @ self.P + np.outer(v, v)) / g**2
+            rhs = (WP.T @ self.T + v * label) / g**2
             return np.linalg.solve(H, rhs), np.linalg.inv(H)
         if self.loss == "mgr":
-            H = np.diag(self.lam) + (self.P.T @ self.P + np.outer(v, v)) / g**2
-            rhs = (self.P.T @ self.T + np.outer(v, label)) / g**2
+            H = np.diag(self.lam) + (WP.T @ self.P + np.outer(v, v)) / g**2
+            rhs = (WP.T @ self.T + np.outer(v, label)) / g**2
             return np.linalg.solve(H, rhs), np.linalg.inv(H)
         grad, H = self.gradient_hessian()
         u_k = v @ self.coef
@@ -498,21 +501,27 @@ def overlapping_blobs(n_classes, seed=0):
 
 
 @functools.cache
-def _look_ahead_fit(loss, setting):
+def _look_ahead_fit(loss, setting, class_weight="auto"):
     X, y = overlapping_blobs(2 if loss in BINARY else 3)
+    if class_weight != "auto":  # unbalanced labels: a fourth label of class 2
+        y = y.copy()
+        y[np.flatnonzero(y == -1)[0]] = 2
     # one graph: the look-ahead is a refit on the graph of the fit (no kernel choice)
     clf = SpectralGraphClassifier(
-        loss, kernel="gaussian", n_eigs=N_EIGS, **LOOK_AHEAD_SETTINGS[setting]
-    )
+        loss, kernel="gaussian", n_eigs=N_EIGS, class_weight=class_weight,
+        **LOOK_AHEAD_SETTINGS[setting],
+    )  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         clf.fit(X, y)
     return clf, X, y
 
 
-def look_ahead_setup(loss, setting):
-    """``(clf, BruteForce, posterior)`` of the loss fitted on :func:`overlapping_blobs`."""
-    clf, X, y = _look_ahead_fit(loss, setting)
+def look_ahead_setup(loss, setting, class_weight="auto"):
+    """``(clf, BruteForce, posterior)`` of the loss fitted on :func:`overlapping_blobs`
+    (three labels per class, whose balanced weights are all 1); with another
+    ``class_weight``, one more label of the first class, fitted with it."""
+    clf, X, y = _look_ahead_fit(loss, setting, class_weight)
     return clf, BruteForce(clf, X, y), clf.posterior_
 
 

@@ -61,8 +61,11 @@ def test_model_change_matches_brute_force(loss, setting):
 
 @pytest.mark.parametrize("loss", ("gr", "mgr"))
 def test_model_change_is_change_of_the_refitted_estimator(loss):
-    """gr/mgr: the value is ||u_new - u||_2 over all nodes, u_new from a real refit."""
+    """gr/mgr: the value is ||u_new - u||_2 over all nodes, u_new from a real refit (with
+    unit weights: the look-ahead adds the candidate at weight 1, and the fit's balanced
+    class weights are 1, as many labels per class)."""
     clf, bf, view = look_ahead_setup(loss, "custom")
+    assert np.all(clf.class_weight_ == 1.0)
     nodes = bf.unlabeled[::3]
     actual = acquisition.model_change(view, nodes)
     U_old = clf.decision_function(bf.X)
@@ -71,7 +74,7 @@ def test_model_change_is_change_of_the_refitted_estimator(loss):
         code = int(u >= 0) if loss == "gr" else int(np.argmax(u))
         y_new = bf.y.copy()
         y_new[k] = clf.classes_[code]
-        refit = clone(clf).fit(bf.X, y_new)
+        refit = clone(clf).set_params(class_weight=None).fit(bf.X, y_new)
         change = np.linalg.norm(refit.decision_function(bf.X) - U_old)
         np.testing.assert_allclose(value, change, rtol=1e-7)
 

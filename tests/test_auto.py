@@ -71,13 +71,16 @@ def test_auto_model_takes_the_few_labels_gammas_below_the_label_threshold(monkey
     auto = _fit(X, y, kernel="gaussian")
     assert (auto.model_, auto.loss_) == ("spectral", "ce")
     graph, ce = auto.graph_, LOSSES["ce"]
+    codes = y[auto.labeled_nodes_]
+    balanced = codes.size / (3 * np.bincount(codes))  # class_weight="auto" in this phase
     tau, gamma, _ = select_hyperparameters(
         ce, graph.eigenvalues, graph.eigenvectors[auto.labeled_nodes_],
-        ce.encode(y[auto.labeled_nodes_], 3), auto._spectral_taus(graph, few=True),
-        module.AUTO_FEW_LABELS_GAMMAS, n_nodes=graph.n_nodes,
+        ce.encode(codes, 3), auto._spectral_taus(graph, few=True),
+        module.AUTO_FEW_LABELS_GAMMAS, n_nodes=graph.n_nodes, weights=balanced[codes],
     )  # fmt: skip
     assert (auto.tau_, auto.gamma_) == (tau, gamma)
-    explicit = _fit(X, y, loss="ce", model="spectral", kernel="gaussian", tau=tau, gamma=gamma)
+    explicit = _fit(X, y, loss="ce", model="spectral", kernel="gaussian", tau=tau, gamma=gamma,
+                    class_weight="balanced")  # fmt: skip
     _assert_same_fit(auto, explicit, X)
     searched = _fit(X, y, loss="ce", model="spectral", kernel="gaussian")
     assert searched.gamma_ > auto.gamma_
@@ -91,7 +94,8 @@ def test_auto_model_with_few_labels_leaves_out_the_taus_of_a_constant_prior(monk
     random: the graph's eigenvalues are large, and at tau = 0.01 and 0.03 the smoothest
     eigenvector carries over 90% of the prior's variance (computed here by hand).
     model="auto" with few labels searches tau = 0.1 alone, where the evidence at
-    AUTO_FEW_LABELS_GAMMAS over every tau takes 0.01."""
+    AUTO_FEW_LABELS_GAMMAS over every tau takes one of the others (0.03 with the
+    balanced weights of class_weight="auto")."""
     rng = np.random.RandomState(5)
     X, y_true = rng.randn(150, 30), rng.randint(0, 3, 150)
     labeled = rng.choice(150, N_LABELED, replace=False)
@@ -107,13 +111,15 @@ def test_auto_model_with_few_labels_leaves_out_the_taus_of_a_constant_prior(monk
     kept = [t for t in module.DEFAULT_TAUS if share[t] <= module.AUTO_FEW_LABELS_MAX_SHARE]
     assert kept == [0.1] and min(share[0.01], share[0.03]) > 0.9
     ce, V = LOSSES["ce"], auto.graph_.eigenvectors[auto.labeled_nodes_]
+    codes = y[auto.labeled_nodes_]
+    balanced = codes.size / (3 * np.bincount(codes))  # class_weight="auto": balanced
     tau, gamma, _ = select_hyperparameters(
-        ce, lam, V, ce.encode(y[auto.labeled_nodes_], 3), kept, module.AUTO_FEW_LABELS_GAMMAS,
-        n_nodes=auto.graph_.n_nodes,
+        ce, lam, V, ce.encode(codes, 3), kept, module.AUTO_FEW_LABELS_GAMMAS,
+        n_nodes=auto.graph_.n_nodes, weights=balanced[codes],
     )  # fmt: skip
     assert (auto.tau_, auto.gamma_) == (tau, gamma)
     monkeypatch.setattr(module, "AUTO_FEW_LABELS_MAX_SHARE", 1.0)
-    assert fit().tau_ == 0.01
+    assert fit().tau_ in (0.01, 0.03)  # a prior of share > 0.9
 
 
 def test_auto_model_threshold_does_not_grow_with_the_classes(monkeypatch):

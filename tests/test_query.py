@@ -132,6 +132,9 @@ def test_topk_batch_is_best_brute_force_scores(loss, kind):
 def test_greedy_gr_equals_estimator_refits_with_pseudo_labels():
     """Query one, refit the estimator with its pseudo-label, query again: the greedy batch."""
     clf, X, y, labeled = _pool("gr")
+    # a greedy batch adds its pseudo-labels at weight 1, as a refit with unit weights
+    # does (the first fit's balanced class weights are 1: as many labels per class)
+    assert np.all(clf.class_weight_ == 1.0)
     idx, scores = model_change(clf, X, n_instances=4, batch="greedy")
     current = clf
     rows, labels = list(labeled), list(y[labeled])
@@ -142,7 +145,7 @@ def test_greedy_gr_equals_estimator_refits_with_pseudo_labels():
         u = current.decision_function(X[k : k + 1])[0]
         rows.append(k)
         labels.append(current.classes_[int(u >= 0)])
-        current = clone(clf).fit(X[rows], np.array(labels))
+        current = clone(clf).set_params(class_weight=None).fit(X[rows], np.array(labels))
 
 
 def test_greedy_batches_for_newton_losses_are_distinct_unlabeled_rows():
