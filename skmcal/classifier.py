@@ -74,6 +74,9 @@ AUTO_REUSE_GROWTH = 1.25
 
 #: The models of the latent function (the ``model`` parameter).
 MODELS = ("spectral", "full", "poisson", "sum", "auto")
+#: The models that take ``class_weight`` (weighted labels): the spectral and the
+#: summed ones, and ``"auto"``, which fits one of them.
+WEIGHTED = ("spectral", "sum", "auto")
 
 #: ``model="auto"`` takes the spectral model while the labels number fewer than
 #: this, and the summed prior (spectral + full graph) from there on (with ``gr``/``mgr``, on
@@ -469,10 +472,12 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``n_labeled / (n_classes * n_labeled_in_its_class)``, so that every
         class weighs as much in the fit however many labels it has; a dict
         maps class labels to weights (1 for a class it does not name); None
-        weighs every label 1. Only the spectral model takes weights
-        (:func:`skmcal.fitting.fit_posterior`; ``tau``, ``gamma`` and the
-        kernel are chosen by the evidence of the weighted model); the query
-        strategies' look-ahead adds a candidate at weight 1. ``"auto"`` (the
+        weighs every label 1. The spectral and the summed models take weights
+        (:func:`skmcal.fitting.fit_posterior`,
+        :func:`skmcal.fullgraph.fit_sum_graph`; the hyperparameters and the
+        graph are chosen by the weighted model's evidence or leave-one-out
+        density); the query strategies' look-ahead adds a candidate at
+        weight 1. ``"auto"`` (the
         default): ``"balanced"`` in the spectral phase of ``model="auto"``
         (fewer labels than :data:`~skmcal.classifier.AUTO_SUM_MIN_LABELS`),
         None otherwise. There the labels are few, as even over the classes as
@@ -483,9 +488,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         20,600 (accuracy 0.66 to 0.59; weighted, the same labels: 0.67). With many
         labels the counts follow the classes' sizes, and balancing them
         would trade accuracy for balanced accuracy: not the default.
-        ``model="full"``, ``"poisson"`` and ``"sum"`` raise a ``ValueError``
-        for a ``class_weight`` other than "auto" or None, and with one
-        ``model="auto"`` stays spectral at every label count.
+        ``model="full"`` and ``"poisson"`` raise a ``ValueError`` for a
+        ``class_weight`` other than "auto" or None.
     max_iter : int, default=100
         Maximum Newton iterations (``logistic``, ``probit``, ``ce``; for
         ``ce`` this counts the cheap chord steps that reuse a factored
@@ -572,8 +576,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``kernel="auto"`` chose.
     class_weight_ : ndarray of shape (n_classes,)
         The weight of each class's labels in the last fit (ones where it
-        used none: ``class_weight=None``, or a model other than the
-        spectral one).
+        used none).
     tau_, gamma_ : float
         The values used (after resolving "auto"). ``model="sum"``: the
         spectral tau, and the gamma of the unscaled spectral prior with the
@@ -912,8 +915,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``model="auto"``: ``"sum"`` once ``n_labeled`` reaches
         :data:`~skmcal.classifier.AUTO_SUM_MIN_LABELS`,
         with ``gr``/``mgr`` (or ``loss="auto"``) on at most
-        :data:`~skmcal.classifier.AUTO_SUM_MAX_NODES` nodes and ``class_weight``
-        "auto" or None; ``"spectral"`` otherwise.
+        :data:`~skmcal.classifier.AUTO_SUM_MAX_NODES` nodes; ``"spectral"`` otherwise.
         ``loss="auto"``: ``"mgr"`` with the full and summed models, ``"ce"``
         with the spectral and Poisson ones.
         """
@@ -921,9 +923,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         if model == "auto":
             gaussian = self.loss == "auto" or LOSSES[self.loss].closed_form
             enough = n_labeled >= AUTO_SUM_MIN_LABELS
-            # the summed model takes no class weights: asked for, the model stays spectral
-            weighted = self.class_weight is not None and self.class_weight != "auto"
-            summed = gaussian and enough and n_nodes <= AUTO_SUM_MAX_NODES and not weighted
+            summed = gaussian and enough and n_nodes <= AUTO_SUM_MAX_NODES
             model = "sum" if summed else "spectral"
         return auto_loss(model) if self.loss == "auto" else self.loss, model
 
@@ -1262,7 +1262,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                     locks.enter_context(solver_for(g.weights).lock)
             if model == "sum":
                 posterior, tau, gamma, graph = self._fit_sum(
-                    loss, candidates, labeled_nodes, codes, classes.size, warm, level
+                    loss, candidates, labeled_nodes, codes, classes.size, warm, level, weights
                 )
             else:
                 tau, gamma, grid_map = self._select_hyperparameters(
@@ -1309,17 +1309,15 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``class_weight`` ("auto" resolved for ``model``, the resolved model), from
         ``codes``, the class code of each distinct labeled node."""
         class_weight = self.class_weight
-        if class_weight is not None and class_weight != "auto" and self.model not in (
-            "spectral", "auto"
-        ):
+        if class_weight is not None and class_weight != "auto" and self.model not in WEIGHTED:
             raise ValueError(
-                f"class_weight={class_weight!r} takes the spectral model (model='spectral', "
-                f"or model='auto' below {AUTO_SUM_MIN_LABELS} labels); model={self.model!r} "
-                f"fits every label at weight 1. Use class_weight='auto' or None."
+                f"class_weight={class_weight!r} takes the models {list(WEIGHTED)}; "
+                f"model={self.model!r} fits every label at weight 1. Use class_weight='auto' "
+                f"or None, or one of those models."
             )
         if class_weight == "auto":
             class_weight = "balanced" if self._few_labels(model, codes.size) else None
-        if class_weight is None or model != "spectral":
+        if class_weight is None:
             return np.ones(classes.size)
         if class_weight == "balanced":
             return codes.size / (classes.size * np.bincount(codes, minlength=classes.size))
@@ -1426,7 +1424,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             SUM_GAMMAS if gamma is None else (gamma,),
         )
 
-    def _fit_sum(self, loss, candidates, labeled_nodes, codes, n_classes, warm, level):
+    def _fit_sum(
+        self, loss, candidates, labeled_nodes, codes, n_classes, warm, level, weights=None
+    ):
         """``model="sum"``: hyperparameters by the leave-one-out density, the posterior
         mean, and the spectral Laplace covariance around it (with the prior's remainder
         as white noise); returns ``(posterior, tau_, gamma_, graph)``.
@@ -1447,7 +1447,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         :data:`skmcal.fullgraph.MAX_GREEN_BYTES` together give way to one: the
         last choice (a cold fit: the grid's middle value), whose columns are
         kept whatever their size (``8 N n_labeled`` bytes; 280 MB at 70,000
-        nodes and 500 labels).
+        nodes and 500 labels). ``weights``: the labels' (``class_weight``), each
+        label's noise ``gamma^2 / w``; None: unit weights.
         """
         targets = loss.encode(codes, n_classes)
         n_labeled = labeled_nodes.size
@@ -1458,7 +1459,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             graph, (tau_s, tau_f, eps, g) = kept[0], last[1]
         else:
             searches = [
-                self._sum_search(graph, labeled_nodes, codes, targets, last, len(candidates) > 1)
+                self._sum_search(
+                    graph, labeled_nodes, codes, targets, last, len(candidates) > 1, weights
+                )
                 for graph in candidates
             ]
             chosen = self._choose_scale(candidates, searches, level)
@@ -1467,7 +1470,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         solver = solver_for(graph.weights)
         fit = fit_sum_graph(
             graph.eigenvalues, graph.eigenvectors, graph.weights, labeled_nodes, targets,
-            tau_s, tau_f, eps, g, tol=self.tol, solver=solver,
+            tau_s, tau_f, eps, g, tol=self.tol, solver=solver, label_weights=weights,
         )  # fmt: skip
         self.sum_prior_ = {
             "tau_s": tau_s, "tau_f": tau_f, "eps": eps, "gamma": g,
@@ -1485,15 +1488,20 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         posterior = posterior_around(
             loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma, fit.latent,
             n_threads=self._n_threads(), n_iter=0, converged=fit.converged, nugget=nugget,
+            weights=weights,
         )  # fmt: skip
         return posterior, tau_s, float(gamma), graph
 
-    def _sum_search(self, graph, labeled_nodes, codes, targets, last, compare):
+    def _sum_search(self, graph, labeled_nodes, codes, targets, last, compare, weights=None):
         """The summed model's grid search on ``graph``: ``((tau_s, tau_f, eps, gamma),
         correct)``, ``correct`` (with ``compare``, else None) whether each label's
         leave-one-out mean (:func:`~skmcal.evidence.sum_loo_means`) at the chosen
         point predicts its class. ``last``: the previous choice (its ``tau_f`` stands
-        in for the full-graph grid where the Green's columns would not fit)."""
+        in for the full-graph grid where the Green's columns would not fit). ``weights``:
+        the labels' (None: one each); the search runs on the blocks and targets scaled
+        by their square roots (``sqrt(w_i w_j) K_ij``, ``sqrt(w_i) y_i``: unit noise
+        there is noise ``gamma^2 / w_i`` here, the criterion shifted by a constant), and
+        the leave-one-out means, scaled alike, predict the same classes."""
         solver = solver_for(graph.weights)
         taus_s, taus_f, gammas = self._sum_grids(graph)
         if not solver.greens_fit(len(taus_f), np.unique(labeled_nodes).size):
@@ -1504,6 +1512,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 for t in taus_f]  # fmt: skip
         spectral = [unit_scale(K) * K for K in spectral]
         full = [unit_scale(K) * K for K in full]
+        if weights is not None:
+            root = np.sqrt(weights)
+            spectral = [np.outer(root, root) * K for K in spectral]
+            full = [np.outer(root, root) * K for K in full]
+            targets = targets * (root[:, None] if targets.ndim == 2 else root)
         i, j, eps, g, _, _ = select_sum_hyperparameters(
             spectral, full, targets, SUM_EPSILONS, gammas, criterion="loo"
         )

@@ -40,9 +40,24 @@ _ROUNDOFF = 16 * np.finfo(float).eps
 
 
 def check_weights(weights, n_labeled):
-    """``weights`` of the labeled rows as a float array, or None (unit weights).
+    """The weights of the labeled rows' loss terms, checked.
 
-    Every weight must be positive and finite, one per labeled row.
+    Parameters
+    ----------
+    weights : array-like of shape (n_labeled,) or None
+        One positive finite weight per labeled row; None: one each.
+    n_labeled : int
+        The number of labeled rows.
+
+    Returns
+    -------
+    ndarray of shape (n_labeled,) or None
+        ``weights`` as floats; None where ``weights`` is None.
+
+    Raises
+    ------
+    ValueError
+        If the shape is not ``(n_labeled,)`` or a weight is not positive and finite.
     """
     if weights is None:
         return None
@@ -501,7 +516,7 @@ def remainder_variance(eigenvalues, weights, tau) -> float:
 
 def posterior_around(
     loss, prior, eigenvectors, labeled, targets, gamma, latent, *, n_threads=None,
-    offset=None, nugget=0.0, **fit_info,
+    offset=None, nugget=0.0, weights=None, **fit_info,
 ):  # fmt: skip
     """The spectral Laplace covariance around latent values computed by another model.
 
@@ -540,6 +555,10 @@ def posterior_around(
         covariance is that of the coefficients with prior variance ``1 /
         prior - s`` and noise ``gamma^2 + s`` at each labeled node
         (:mod:`skmcal.posterior`, "White-noise remainder").
+    weights : ndarray of shape (n_labeled,) or None, default=None
+        The weight of each label's loss term, as :func:`fit_posterior` (with
+        ``nugget``: noise ``gamma^2 / w`` at a node, ``w`` the summed weight of
+        its labels; a node labeled twice at weight 1 is one at weight 2).
     **fit_info
         ``n_iter`` and ``converged`` of the model that computed ``latent``.
 
@@ -549,21 +568,24 @@ def posterior_around(
     """
     if offset is not None and not loss.closed_form:
         raise ValueError(f"offset takes the losses 'gr' and 'mgr'; got {loss.name!r}.")
+    weights = check_weights(weights, np.size(labeled))
     if nugget:
-        H, remainder = _remainder_hessian(loss, prior, eigenvectors, labeled, gamma, nugget)
+        H, remainder = _remainder_hessian(
+            loss, prior, eigenvectors, labeled, gamma, nugget, weights
+        )
     else:
         P = eigenvectors[labeled]
         U = latent[labeled]
         if loss.family == "softmax":
             problem = _CrossEntropyProblem(loss, prior, P, targets, gamma)
-            H = ce_reduced_hessian(prior, P, loss.proba(U, gamma), gamma)
+            H = ce_reduced_hessian(prior, P, loss.proba(U, gamma), gamma, weights)
             cov = problem.covariance(problem.factor(H))
             return SoftmaxPosterior(
                 loss, gamma, eigenvectors, np.zeros((prior.size, U.shape[1])), cov,
                 base=latent, n_threads=n_threads, **fit_info,
             )  # fmt: skip
         _, curvature = loss.derivatives(U, targets, gamma)
-        H = (P.T * curvature) @ P
+        H = (P.T * _weighted(curvature, weights)) @ P
         H[np.diag_indices_from(H)] += prior
         remainder = {}
     coef = np.zeros((prior.size,) + latent.shape[1:])
@@ -574,10 +596,11 @@ def posterior_around(
     )  # fmt: skip
 
 
-def _remainder_hessian(loss, prior, eigenvectors, labeled, gamma, nugget):
+def _remainder_hessian(loss, prior, eigenvectors, labeled, gamma, nugget, weights=None):
     """The coefficients' posterior precision of :func:`posterior_around` with a
     white-noise remainder ``nugget`` (``gr``/``mgr``), and the posterior's fields
-    that describe the remainder."""
+    that describe the remainder (``nugget_counts``: the summed weight of each
+    labeled node's labels, their number without ``weights``)."""
     if not loss.closed_form:
         raise ValueError(f"nugget takes the losses 'gr' and 'mgr'; got {loss.name!r}.")
     if not (np.isfinite(nugget) and nugget > 0):
@@ -588,7 +611,11 @@ def _remainder_hessian(loss, prior, eigenvectors, labeled, gamma, nugget):
             f"nugget must be below the prior variance 1 / prior of every eigenvector; got "
             f"nugget={nugget!r} and a smallest variance of {float(np.min(1.0 / prior))!r}."
         )
-    nodes, counts = np.unique(np.asarray(labeled, dtype=np.intp), return_counts=True)
+    nodes, inverse, counts = np.unique(
+        np.asarray(labeled, dtype=np.intp), return_inverse=True, return_counts=True
+    )
+    if weights is not None:
+        counts = np.bincount(inverse.ravel(), weights=weights, minlength=nodes.size)
     P = eigenvectors[nodes]
     H = (P.T / (gamma**2 / counts + nugget)) @ P
     H[np.diag_indices_from(H)] += 1.0 / variance

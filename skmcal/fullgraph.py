@@ -56,7 +56,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._threads import with_small_algebra
 from .evidence import _check_positive, _check_weight, unit_scale
-from .fitting import ce_hessian
+from .fitting import ce_hessian, check_weights
 from .losses import BinaryLoss, CrossEntropyLoss, MulticlassLoss
 from .posterior import zero_sum_basis
 
@@ -1302,6 +1302,7 @@ def fit_sum_graph(
     *,
     tol: float = DEFAULT_TOL,
     solver: LaplacianSolver | None = None,
+    label_weights=None,
 ) -> SumFit:
     """Posterior mean of ``gr`` / ``mgr`` under the summed prior ``a (K_s + eps K_f)``.
 
@@ -1341,6 +1342,9 @@ def fit_sum_graph(
         Residual norm of each Green's column.
     solver : LaplacianSolver or None
         As :func:`fit_full_graph`.
+    label_weights : ndarray of shape (n_labeled,) or None, default=None
+        The weight ``w_j`` of each label (``class_weight``): its noise is
+        ``a gamma^2 / w_j``, the ``gamma^2 I`` above ``gamma^2 W^-1``. None: one each.
 
     Returns
     -------
@@ -1368,6 +1372,7 @@ def fit_sum_graph(
     for name, value in (("tau_s", tau_s), ("tau_f", tau_f), ("gamma", gamma)):
         _check_positive(name, value)
     _check_weight(eps)
+    label_weights = check_weights(label_weights, labeled.size)
     eigenvalues = np.asarray(eigenvalues, dtype=float)
     Ks = spectral_block(eigenvalues, eigenvectors, labeled, tau_s)
     Kf = green_block(weights, labeled, tau_f, tol=tol, solver=solver)
@@ -1375,7 +1380,7 @@ def fit_sum_graph(
     converged = bool(np.all(solver.green_residuals(tau_f**2, nodes) <= tol))
     cs, cf = unit_scale(Ks), unit_scale(Kf)
     S = cs * Ks + eps * cf * Kf
-    S[np.diag_indices_from(S)] += gamma**2
+    S[np.diag_indices_from(S)] += gamma**2 / (1.0 if label_weights is None else label_weights)
     C = scipy.linalg.solve(S, Y, assume_a="pos", check_finite=False)
     rows = np.asarray(eigenvectors)[labeled]
     U = eigenvectors @ (cs * (rows.T @ C) / (eigenvalues + tau_s**2)[:, None])

@@ -13,16 +13,33 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from scipy.special import logsumexp
 from scipy.stats import multivariate_normal
 
 import skmcal.classifier as module
 from skmcal import SpectralGraphClassifier, acquisition
-from skmcal.evidence import log_evidence, select_hyperparameters
+from skmcal.evidence import (
+    DEFAULT_TAUS,
+    SUM_EPSILONS,
+    SUM_FULL_TAUS,
+    SUM_GAMMAS,
+    log_evidence,
+    select_hyperparameters,
+)
 from skmcal.fitting import fit_posterior
+from skmcal.fullgraph import LaplacianSolver, fit_sum_graph
 from skmcal.losses import LOSSES
 
-from _oracle import BINARY, assert_close, blobs, look_ahead_setup, semi_supervised
+from _oracle import (
+    BINARY,
+    assert_close,
+    blobs,
+    dense_laplacian,
+    look_ahead_setup,
+    plane_knn_graph,
+    semi_supervised,
+)
 
 M, N_LABELED, N_CLASSES = 6, 9, 3
 
@@ -193,17 +210,16 @@ def test_auto_class_weight_is_balanced_in_the_spectral_phase_of_the_auto_model(m
         assert np.all(_fit(X, y, model=model).class_weight_ == 1.0)
     np.testing.assert_array_equal(_fit(X, y, model="spectral").predict_proba(X),
                                   _fit(X, y, model="spectral", class_weight=None).predict_proba(X))
-    # model="auto" from AUTO_SUM_MIN_LABELS: the summed model with unit weights, or, where
-    # class weights are asked for, the spectral model with them
+    # model="auto" from AUTO_SUM_MIN_LABELS: the summed model, unit weights unless asked
     monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", 15)
     summed = _fit(X, y)
     assert summed.model_ == "sum" and np.all(summed.class_weight_ == 1.0)
     asked = _fit(X, y, class_weight="balanced")
-    assert asked.model_ == "spectral"
+    assert asked.model_ == "sum"
     np.testing.assert_array_equal(asked.class_weight_, balanced.class_weight_)
     np.testing.assert_array_equal(
         asked.predict_proba(X),
-        _fit(X, y, model="spectral", class_weight="balanced").predict_proba(X),
+        _fit(X, y, model="sum", class_weight="balanced").predict_proba(X),
     )
 
 
@@ -221,8 +237,9 @@ def test_class_weight_dict_weighs_the_named_classes():
 
 def test_class_weight_errors_name_the_value():
     X, y = _unbalanced()
-    with pytest.raises(ValueError, match=r"class_weight='balanced' takes the spectral model"):
-        _fit(X, y, model="full", class_weight="balanced")
+    for model in ("full", "poisson"):
+        with pytest.raises(ValueError, match=r"class_weight='balanced' takes the models"):
+            _fit(X, y, model=model, class_weight="balanced")
     with pytest.raises(ValueError, match=r"got -1.0 for class 1"):
         _fit(X, y, model="spectral", class_weight={1: -1.0})
     with pytest.raises(ValueError, match="'class_weight' parameter"):
@@ -240,3 +257,96 @@ def test_weighted_look_ahead_adds_the_candidate_at_unit_weight(loss):
                  np.array([bf.model_change(k) for k in nodes]))  # fmt: skip
     assert_close(acquisition.vopt(view, nodes), np.array([bf.vopt(k) for k in nodes]),
                  rtol=1e-7)  # fmt: skip
+
+
+# ------------------------------------------------------------------ the summed model
+def _dense_prior(W, lam, V, tau_s, tau_f, eps, labeled):
+    """The summed prior at every node, dense: ``c_s K_s + eps c_f K_f``."""
+    Ks = (V / (lam + tau_s**2)) @ V.T
+    Kf = np.linalg.inv(dense_laplacian(W) + tau_f**2 * np.eye(W.shape[0]))
+    cs, cf = 1.0 / np.mean(np.diag(Ks)[labeled]), 1.0 / np.mean(np.diag(Kf)[labeled])
+    return cs * Ks + eps * cf * Kf
+
+
+def test_weighted_sum_mean_is_the_dense_posterior_mean_of_heteroscedastic_noise():
+    W, _ = plane_knn_graph(40, seed=0)
+    W = sp.csr_matrix(W)
+    lam, V = np.linalg.eigh(dense_laplacian(W))
+    lam, V = lam[:6], V[:, :6]
+    labeled = np.array([3, 11, 17, 25, 30, 8])
+    targets = np.eye(3)[[0, 1, 1, 2, 0, 1]]
+    w = np.array([0.5, 1.0, 2.0, 3.0, 0.7, 1.5])
+    tau_s, tau_f, eps, gamma = 0.1, 0.2, 0.3, 0.3
+    fit = fit_sum_graph(lam, V, W, labeled, targets, tau_s, tau_f, eps, gamma, tol=1e-13,
+                        solver=LaplacianSolver(W), label_weights=w)  # fmt: skip
+    Sigma = _dense_prior(W, lam, V, tau_s, tau_f, eps, labeled)
+    K = Sigma[np.ix_(labeled, labeled)] + gamma**2 * np.diag(1 / w)
+    C = np.linalg.solve(K, targets)
+    expected = Sigma[:, labeled] @ C
+    np.testing.assert_allclose(fit.latent, expected, atol=1e-8 * np.abs(expected).max())
+    np.testing.assert_allclose(fit.amplitude, np.sum(targets * C) / targets.size, rtol=1e-10)
+
+
+def _dense_weighted_loo(S, Y):
+    """Sum of log N(y_i | the others) under ``a S`` at the profiled ``a`` (explicit solves)."""
+    n = S.shape[0]
+    r, v = np.empty_like(Y), np.empty(n)
+    for i in range(n):
+        rest = np.delete(np.arange(n), i)
+        coef = np.linalg.solve(S[np.ix_(rest, rest)], S[rest, i])
+        r[i], v[i] = Y[i] - Y[rest].T @ coef, S[i, i] - S[i, rest] @ coef
+    a = np.mean(r**2 / v[:, None])
+    return float(np.sum(-0.5 * np.log(2 * np.pi * a * v[:, None]) - r**2 / (2 * a * v[:, None])))
+
+
+def test_balanced_sum_model_is_the_dense_weighted_model():
+    """class_weight="balanced", model="sum": the grid point of largest leave-one-out density
+    of the model with noise gamma^2 / w_j at label j (dense), its latent values, and the
+    coefficients' covariance with noise gamma_^2 / w_j + s at the labeled nodes."""
+    X, y = _unbalanced()
+    clf = _fit(X, y, loss="mgr", model="sum", class_weight="balanced")
+    W, lam, V = clf.graph_.weights, clf.eigenvalues_, clf.eigenvectors_
+    labeled = np.flatnonzero(y != -1)
+    w = 15 / (3 * np.array([2, 4, 9])[y[labeled]])
+    Y = np.eye(3)[y[labeled]]
+    table = {}
+    for ts in [t for t in DEFAULT_TAUS if t**2 <= np.median(lam)]:
+        for tf in SUM_FULL_TAUS:
+            for eps in SUM_EPSILONS:
+                Sigma = _dense_prior(W, lam, V, ts, tf, eps, labeled)
+                K = Sigma[np.ix_(labeled, labeled)]
+                for g in SUM_GAMMAS:
+                    table[ts, tf, eps, g] = _dense_weighted_loo(K + g**2 * np.diag(1 / w), Y)
+    p = clf.sum_prior_
+    assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == max(table, key=table.get)
+    unit = _fit(X, y, loss="mgr", model="sum", class_weight=None)
+    assert unit.sum_prior_ != p  # the weights move the choice here
+    Sigma = _dense_prior(W, lam, V, p["tau_s"], p["tau_f"], p["eps"], labeled)
+    K = Sigma[np.ix_(labeled, labeled)] + p["gamma"] ** 2 * np.diag(1 / w)
+    expected = Sigma[:, labeled] @ np.linalg.solve(K, Y)
+    np.testing.assert_allclose(clf.posterior_.latent(slice(None)), expected,
+                               atol=1e-8 * np.abs(expected).max())  # fmt: skip
+    ratio = p["eps"] * p["full_scale"] / p["spectral_scale"]
+    D = 1.0 / (lam + p["tau_s"] ** 2) + ratio / (lam + p["tau_f"] ** 2)
+    s = clf.posterior_.nugget
+    H = np.diag(1.0 / (D - s)) + V[labeled].T @ np.diag(1 / (clf.gamma_**2 / w + s)) @ V[labeled]
+    np.testing.assert_allclose(clf.posterior_cov(), np.linalg.inv(H), rtol=1e-8)
+
+
+def test_weighted_sum_look_ahead_adds_a_unit_weight_label():
+    """The summed model's posterior with weights: a candidate's look-ahead covariance is
+    the dense one with the candidate's node added at weight 1 (noise gamma_^2 + s)."""
+    X, y = _unbalanced()
+    clf = _fit(X, y, loss="mgr", model="sum", class_weight="balanced")
+    post, lam, V = clf.posterior_, clf.eigenvalues_, clf.eigenvectors_
+    p = clf.sum_prior_
+    ratio = p["eps"] * p["full_scale"] / p["spectral_scale"]
+    D = 1.0 / (lam + p["tau_s"] ** 2) + ratio / (lam + p["tau_f"] ** 2)
+    s, g2 = post.nugget, clf.gamma_**2
+    labeled = clf.labeled_nodes_
+    w = clf.class_weight_[y[labeled]]
+    assert not np.all(w == 1.0)
+    for k in np.flatnonzero(y == -1)[:3]:
+        nodes, noise = np.r_[labeled, k], np.r_[g2 / w + s, g2 + s]
+        H = np.diag(1.0 / (D - s)) + V[nodes].T @ np.diag(1 / noise) @ V[nodes]
+        np.testing.assert_allclose(post.look_ahead(k).cov, np.linalg.inv(H), rtol=1e-8)
