@@ -1514,8 +1514,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         full = [unit_scale(K) * K for K in full]
         if weights is not None:
             root = np.sqrt(weights)
-            spectral = [np.outer(root, root) * K for K in spectral]
-            full = [np.outer(root, root) * K for K in full]
+            scale = np.outer(root, root)
+            spectral = [scale * K for K in spectral]
+            full = [scale * K for K in full]
             targets = targets * (root[:, None] if targets.ndim == 2 else root)
         i, j, eps, g, _, _ = select_sum_hyperparameters(
             spectral, full, targets, SUM_EPSILONS, gammas, criterion="loo"

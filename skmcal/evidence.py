@@ -55,7 +55,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ._threads import scoring_threads, with_small_algebra
-from .fitting import check_weights, newton_map
+from .fitting import _weighted, check_weights, newton_map
 from .posterior import cho_logdet, cho_solve, cholesky
 
 #: The default grids of :func:`select_hyperparameters`. Bounded above in tau:
@@ -125,8 +125,7 @@ def _laplace_evidence(loss, prior, P, targets, gamma, coef_init, weights=None):
             f"Newton's method for the {loss.name!r} loss did not converge at gamma={gamma!r}."
         )
     coef = fit.coef
-    value = loss.value(P @ coef, targets, gamma)
-    value = float(np.dot(value, weights) if weights is not None else value.sum())
+    value = _weighted(loss.value(P @ coef, targets, gamma), weights).sum()
     # log|H| from the factor of Newton's last Hessian (ce: H~ on the zero-sum
     # subspace, which H maps to itself); no covariance is formed.
     if loss.multiclass:

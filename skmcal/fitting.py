@@ -611,11 +611,8 @@ def _remainder_hessian(loss, prior, eigenvectors, labeled, gamma, nugget, weight
             f"nugget must be below the prior variance 1 / prior of every eigenvector; got "
             f"nugget={nugget!r} and a smallest variance of {float(np.min(1.0 / prior))!r}."
         )
-    nodes, inverse, counts = np.unique(
-        np.asarray(labeled, dtype=np.intp), return_inverse=True, return_counts=True
-    )
-    if weights is not None:
-        counts = np.bincount(inverse.ravel(), weights=weights, minlength=nodes.size)
+    nodes, inverse = np.unique(np.asarray(labeled, dtype=np.intp), return_inverse=True)
+    counts = np.bincount(inverse.ravel(), weights=weights, minlength=nodes.size)
     P = eigenvectors[nodes]
     H = (P.T / (gamma**2 / counts + nugget)) @ P
     H[np.diag_indices_from(H)] += 1.0 / variance

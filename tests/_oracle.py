@@ -136,6 +136,40 @@ def dense_laplacian(W):
     return np.eye(W.shape[0]) - s[:, None] * W * s[None, :]
 
 
+def dense_sum_prior(W, lam, V, tau_s, tau_f, eps, labeled):
+    """``(Sigma, c_s, c_f)``: the summed prior of ``model="sum"`` at every node, dense
+    (``c_s V (Lambda + tau_s^2)^-1 V' + eps c_f (L + tau_f^2 I)^-1``), and its two
+    scales (unit mean variance at the labeled nodes)."""
+    Ks = (V / (lam + tau_s**2)) @ V.T
+    Kf = np.linalg.inv(dense_laplacian(W) + tau_f**2 * np.eye(W.shape[0]))
+    cs = 1.0 / np.mean(np.diag(Ks)[labeled])
+    cf = 1.0 / np.mean(np.diag(Kf)[labeled])
+    return cs * Ks + eps * cf * Kf, cs, cf
+
+
+def dense_loo_terms(S, Y):
+    """Residual of every label predicted from the others, and its variance, under ``S``
+    (explicit solves without row ``i``)."""
+    n = S.shape[0]
+    residuals, variances = np.empty_like(Y), np.empty(n)
+    for i in range(n):
+        rest = np.delete(np.arange(n), i)
+        weights = np.linalg.solve(S[np.ix_(rest, rest)], S[rest, i])
+        residuals[i] = Y[i] - Y[rest].T @ weights
+        variances[i] = S[i, i] - S[i, rest] @ weights
+    return residuals, variances
+
+
+def dense_loo(S, Y, amplitude=None):
+    """Sum over labels and columns of log N(y_i | the others) under ``amplitude * S``
+    (None: the profiled amplitude, the mean of ``r_i^2 / v_i``)."""
+    r, v = dense_loo_terms(S, Y)
+    if amplitude is None:
+        amplitude = np.mean(r**2 / v[:, None])
+    v = amplitude * v[:, None]
+    return float(np.sum(-0.5 * np.log(2 * np.pi * v) - r**2 / (2 * v)))
+
+
 def full_graph_map(loss, W, labeled, targets, tau, gamma):
     """Dense Newton on the full-graph objective (class-major ``vec(U)`` for multiclass).
 

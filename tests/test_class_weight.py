@@ -36,6 +36,8 @@ from _oracle import (
     assert_close,
     blobs,
     dense_laplacian,
+    dense_loo,
+    dense_sum_prior,
     look_ahead_setup,
     plane_knn_graph,
     semi_supervised,
@@ -260,14 +262,6 @@ def test_weighted_look_ahead_adds_the_candidate_at_unit_weight(loss):
 
 
 # ------------------------------------------------------------------ the summed model
-def _dense_prior(W, lam, V, tau_s, tau_f, eps, labeled):
-    """The summed prior at every node, dense: ``c_s K_s + eps c_f K_f``."""
-    Ks = (V / (lam + tau_s**2)) @ V.T
-    Kf = np.linalg.inv(dense_laplacian(W) + tau_f**2 * np.eye(W.shape[0]))
-    cs, cf = 1.0 / np.mean(np.diag(Ks)[labeled]), 1.0 / np.mean(np.diag(Kf)[labeled])
-    return cs * Ks + eps * cf * Kf
-
-
 def test_weighted_sum_mean_is_the_dense_posterior_mean_of_heteroscedastic_noise():
     W, _ = plane_knn_graph(40, seed=0)
     W = sp.csr_matrix(W)
@@ -279,24 +273,12 @@ def test_weighted_sum_mean_is_the_dense_posterior_mean_of_heteroscedastic_noise(
     tau_s, tau_f, eps, gamma = 0.1, 0.2, 0.3, 0.3
     fit = fit_sum_graph(lam, V, W, labeled, targets, tau_s, tau_f, eps, gamma, tol=1e-13,
                         solver=LaplacianSolver(W), label_weights=w)  # fmt: skip
-    Sigma = _dense_prior(W, lam, V, tau_s, tau_f, eps, labeled)
+    Sigma, _, _ = dense_sum_prior(W, lam, V, tau_s, tau_f, eps, labeled)
     K = Sigma[np.ix_(labeled, labeled)] + gamma**2 * np.diag(1 / w)
     C = np.linalg.solve(K, targets)
     expected = Sigma[:, labeled] @ C
     np.testing.assert_allclose(fit.latent, expected, atol=1e-8 * np.abs(expected).max())
     np.testing.assert_allclose(fit.amplitude, np.sum(targets * C) / targets.size, rtol=1e-10)
-
-
-def _dense_weighted_loo(S, Y):
-    """Sum of log N(y_i | the others) under ``a S`` at the profiled ``a`` (explicit solves)."""
-    n = S.shape[0]
-    r, v = np.empty_like(Y), np.empty(n)
-    for i in range(n):
-        rest = np.delete(np.arange(n), i)
-        coef = np.linalg.solve(S[np.ix_(rest, rest)], S[rest, i])
-        r[i], v[i] = Y[i] - Y[rest].T @ coef, S[i, i] - S[i, rest] @ coef
-    a = np.mean(r**2 / v[:, None])
-    return float(np.sum(-0.5 * np.log(2 * np.pi * a * v[:, None]) - r**2 / (2 * a * v[:, None])))
 
 
 def test_balanced_sum_model_is_the_dense_weighted_model():
@@ -313,15 +295,15 @@ def test_balanced_sum_model_is_the_dense_weighted_model():
     for ts in [t for t in DEFAULT_TAUS if t**2 <= np.median(lam)]:
         for tf in SUM_FULL_TAUS:
             for eps in SUM_EPSILONS:
-                Sigma = _dense_prior(W, lam, V, ts, tf, eps, labeled)
+                Sigma, _, _ = dense_sum_prior(W, lam, V, ts, tf, eps, labeled)
                 K = Sigma[np.ix_(labeled, labeled)]
                 for g in SUM_GAMMAS:
-                    table[ts, tf, eps, g] = _dense_weighted_loo(K + g**2 * np.diag(1 / w), Y)
+                    table[ts, tf, eps, g] = dense_loo(K + g**2 * np.diag(1 / w), Y)
     p = clf.sum_prior_
     assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == max(table, key=table.get)
     unit = _fit(X, y, loss="mgr", model="sum", class_weight=None)
     assert unit.sum_prior_ != p  # the weights move the choice here
-    Sigma = _dense_prior(W, lam, V, p["tau_s"], p["tau_f"], p["eps"], labeled)
+    Sigma, _, _ = dense_sum_prior(W, lam, V, p["tau_s"], p["tau_f"], p["eps"], labeled)
     K = Sigma[np.ix_(labeled, labeled)] + p["gamma"] ** 2 * np.diag(1 / w)
     expected = Sigma[:, labeled] @ np.linalg.solve(K, Y)
     np.testing.assert_allclose(clf.posterior_.latent(slice(None)), expected,

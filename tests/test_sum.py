@@ -30,18 +30,17 @@ from skmcal.evidence import (
 )
 from skmcal.fullgraph import LaplacianSolver, fit_sum_graph, spectral_block
 
-from _oracle import blobs, dense_laplacian, plane_knn_graph, run_concurrently, semi_supervised
+from _oracle import (
+    blobs,
+    dense_laplacian,
+    dense_loo,
+    dense_sum_prior,
+    plane_knn_graph,
+    run_concurrently,
+    semi_supervised,
+)
 
 CENTERS = [[0.0, 0.0], [4.0, 0.0], [2.0, 3.5]]
-
-
-def _dense_prior(W, lam, V, tau_s, tau_f, eps, labeled):
-    """``(Sigma, c_s, c_f)``: the summed prior at every node, dense, and its two scales."""
-    Ks = (V / (lam + tau_s**2)) @ V.T
-    Kf = np.linalg.inv(dense_laplacian(W) + tau_f**2 * np.eye(W.shape[0]))
-    cs = 1.0 / np.mean(np.diag(Ks)[labeled])
-    cf = 1.0 / np.mean(np.diag(Kf)[labeled])
-    return cs * Ks + eps * cf * Kf, cs, cf
 
 
 def _tiny_graph(n=40, n_eigs=6, seed=0):
@@ -65,7 +64,7 @@ def test_sum_mean_matches_the_dense_posterior_mean(eps, n_classes):
     fit = fit_sum_graph(
         lam, V, W, labeled, targets, tau_s, tau_f, eps, gamma, tol=1e-13, solver=LaplacianSolver(W)
     )
-    Sigma, cs, cf = _dense_prior(W, lam, V, tau_s, tau_f, eps, labeled)
+    Sigma, cs, cf = dense_sum_prior(W, lam, V, tau_s, tau_f, eps, labeled)
     P = np.eye(W.shape[0])[labeled]
     Y = targets.reshape(labeled.size, -1)
     C = np.linalg.solve(P @ Sigma @ P.T + gamma**2 * np.eye(labeled.size), Y)
@@ -117,26 +116,6 @@ def test_sum_evidence_is_the_dense_gaussian_density_at_its_best_amplitude(k):
     np.testing.assert_allclose(table[0, 0, 0, 0], value, rtol=1e-10)
 
 
-def _dense_loo_terms(S, Y):
-    """Residual of every label predicted from the others, and its variance, under ``S``
-    (explicit solves without row ``i``)."""
-    n = S.shape[0]
-    residuals, variances = np.empty_like(Y), np.empty(n)
-    for i in range(n):
-        rest = np.delete(np.arange(n), i)
-        weights = np.linalg.solve(S[np.ix_(rest, rest)], S[rest, i])
-        residuals[i] = Y[i] - Y[rest].T @ weights
-        variances[i] = S[i, i] - S[i, rest] @ weights
-    return residuals, variances
-
-
-def _dense_loo(S, Y, amplitude):
-    """Sum over labels and columns of log N(y_i | the others) under ``amplitude * S``."""
-    r, v = _dense_loo_terms(S, Y)
-    v = amplitude * v[:, None]
-    return float(np.sum(-0.5 * np.log(2 * np.pi * v) - r**2 / (2 * v)))
-
-
 @pytest.mark.parametrize("k", [1, 3])
 def test_sum_loo_is_the_dense_leave_one_out_density_at_its_best_amplitude(k):
     Ks, Kf = _blocks()
@@ -146,7 +125,7 @@ def test_sum_loo_is_the_dense_leave_one_out_density_at_its_best_amplitude(k):
     eps, gamma = 0.4, 0.3
     S = Ks + eps * Kf + gamma**2 * np.eye(Ks.shape[0])
     best = scipy.optimize.minimize_scalar(
-        lambda log_a: -_dense_loo(S, Y, np.exp(log_a)),
+        lambda log_a: -dense_loo(S, Y, np.exp(log_a)),
         bounds=(-10, 10), method="bounded", options={"xatol": 1e-10},
     )  # fmt: skip
     value = sum_loo_log_density(Ks, Kf, targets, eps, gamma)
@@ -229,12 +208,11 @@ def test_classifier_sum_choice_is_the_dense_leave_one_out_maximum(loss):
     for ts in taus_s:
         for tf in SUM_FULL_TAUS:
             for eps in SUM_EPSILONS:
-                Sigma, _, _ = _dense_prior(W, lam, V, ts, tf, eps, labeled)
+                Sigma, _, _ = dense_sum_prior(W, lam, V, ts, tf, eps, labeled)
                 K = Sigma[np.ix_(labeled, labeled)]
                 for g in SUM_GAMMAS:
                     S = K + g**2 * np.eye(n)
-                    r, v = _dense_loo_terms(S, Y)  # at the profiled amplitude
-                    table[ts, tf, eps, g] = _dense_loo(S, Y, np.mean(r**2 / v[:, None]))
+                    table[ts, tf, eps, g] = dense_loo(S, Y)  # at the profiled amplitude
     p = clf.sum_prior_
     assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == max(table, key=table.get)
     assert clf.tau_ == p["tau_s"]
@@ -250,7 +228,7 @@ def test_classifier_sum_latent_and_covariance():
     p = clf.sum_prior_
     W, lam, V = clf.graph_.weights, clf.eigenvalues_, clf.eigenvectors_
     labeled = np.flatnonzero(y != -1)
-    Sigma, _, _ = _dense_prior(W, lam, V, p["tau_s"], p["tau_f"], p["eps"], labeled)
+    Sigma, _, _ = dense_sum_prior(W, lam, V, p["tau_s"], p["tau_f"], p["eps"], labeled)
     Y = np.eye(3)[y[labeled]]
     K = Sigma[np.ix_(labeled, labeled)] + p["gamma"] ** 2 * np.eye(labeled.size)
     expected = Sigma[:, labeled] @ np.linalg.solve(K, Y)
