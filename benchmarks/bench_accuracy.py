@@ -176,9 +176,13 @@ CONFIGS: dict[str, Config] = {
             *((f"{s}-greedy", s, {"batch": "greedy"}) for s in ("mc", "vopt", "sopt", "unc")),
         )
     },
-    # The summed prior (spectral + full graph, weights and taus by its evidence).
+    # The summed prior (spectral + full graph, weights and taus by its evidence), with
+    # targets of one (target_scale=None: the rows measured before the target scale;
+    # the defaults' rows fit it with target_scale="auto").
     **{
-        f"sum-mgr:{name}": Config("skmcal", s, {"model": "sum", "loss": "mgr"}, options=options)
+        f"sum-mgr:{name}": Config(
+            "skmcal", s, {"model": "sum", "loss": "mgr", "target_scale": None}, options=options
+        )
         for name, s, options in (
             ("mc", "mc", {}),
             ("unc", "unc", {}),

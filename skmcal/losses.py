@@ -85,13 +85,17 @@ class BinaryLoss:
     multiclass = False
     family = "rank_one"
 
-    def encode(self, codes, n_classes=2):
-        """Targets of class codes in {0, 1}: -1 and +1."""
-        return 2.0 * np.asarray(codes, dtype=float) - 1.0
+    def encode(self, codes, n_classes=2, scale=None):
+        """Targets of class codes in {0, 1}: -1 and +1, times ``scale[code]`` if given
+        (the target scale of each class, :func:`target_scales`)."""
+        codes = np.asarray(codes, dtype=np.intp)
+        targets = 2.0 * codes - 1.0
+        return targets if scale is None else targets * np.asarray(scale, dtype=float)[codes]
 
-    def pseudo_targets(self, u):
-        """The target each latent value predicts: +1 where ``u >= 0``, else -1."""
-        return np.where(np.asarray(u) >= 0, 1.0, -1.0)
+    def pseudo_targets(self, u, scale=None):
+        """The target each latent value predicts: +1 where ``u >= 0``, else -1 (times
+        the class's ``scale`` if given, as :meth:`encode`)."""
+        return self.encode(np.asarray(u) >= 0, 2, scale)
 
     def gradient(self, u, y, gamma):
         """First derivative ``F`` of ``l`` in ``u``."""
@@ -177,13 +181,16 @@ class MulticlassLoss:
     multiclass = True
     family = "rank_one"
 
-    def encode(self, codes, n_classes):
-        """One-hot rows of class codes."""
-        return np.eye(n_classes)[np.asarray(codes, dtype=np.intp)]
+    def encode(self, codes, n_classes, scale=None):
+        """One-hot rows of class codes; with ``scale`` (the target scale of each
+        class, :func:`target_scales`), row ``j``'s one is ``scale[codes[j]]``."""
+        eye = np.eye(n_classes) if scale is None else np.diag(np.asarray(scale, dtype=float))
+        return eye[np.asarray(codes, dtype=np.intp)]
 
-    def pseudo_targets(self, U):
-        """One-hot rows of the class of the largest latent value of each row."""
-        return np.eye(U.shape[1])[np.argmax(U, axis=1)]
+    def pseudo_targets(self, U, scale=None):
+        """One-hot rows of the class of the largest latent value of each row (scaled
+        as :meth:`encode` with ``scale``)."""
+        return self.encode(np.argmax(U, axis=1), U.shape[1], scale)
 
     def value(self, U, Y, gamma):
         """Loss of each row, shape ``(n,)``."""
@@ -263,3 +270,46 @@ LOSSES = {
     )
 }
 """Every loss by name: ``gr``, ``logistic``, ``probit`` (binary), ``mgr``, ``ce``."""
+
+
+def target_scales(codes, n_classes, power):
+    """The target scale of each class: ``(n / (n_classes n_c))^power``.
+
+    ``n_c`` labels of class ``c`` among ``n``. With ``power=1`` a class's
+    targets sum to ``n / n_classes`` whatever its count (scikit-learn's
+    "balanced" weights); with ``power=0.5`` (``SpectralGraphClassifier``'s
+    ``target_scale="sqrt"``) to ``sqrt(n_c n / n_classes)``. Evenly labeled
+    classes keep the scale 1. The Gaussian losses' fits are linear in the
+    targets, so the scales multiply each class's latent values: a class
+    labeled more often than the others no longer reaches further for it.
+
+    Parameters
+    ----------
+    codes : array-like of int of shape (n,)
+        The class code of each label, in ``range(n_classes)``; every class
+        labeled at least once.
+    n_classes : int
+    power : float
+        Non-negative; 0 gives ones.
+
+    Returns
+    -------
+    ndarray of shape (n_classes,)
+
+    Examples
+    --------
+    >>> target_scales([0, 0, 0, 1], 2, 1.0).tolist()
+    [0.6666666666666666, 2.0]
+    >>> target_scales([0, 0, 0, 1], 2, 0.5).round(4).tolist()
+    [0.8165, 1.4142]
+    """
+    codes = np.asarray(codes, dtype=np.intp)
+    counts = np.bincount(codes, minlength=n_classes)
+    if counts.size != n_classes or not np.all(counts > 0):
+        raise ValueError(
+            f"target_scales needs at least one label of each of the {n_classes} classes "
+            f"and codes below {n_classes}; got counts {counts.tolist()}."
+        )
+    if not (np.isfinite(power) and power >= 0):
+        raise ValueError(f"power must be a non-negative float; got {power!r}.")
+    return (codes.size / (n_classes * counts)) ** float(power)

@@ -213,6 +213,11 @@ class LaplacePosterior:
     offset_coef : float or ndarray of shape (n_classes,), or None
         ``c``: a pseudo-label's target at node ``k`` is the loss's
         pseudo-target less ``w_k c``.
+    target_scale : ndarray of shape (n_classes,) or None
+        The scale of each class's targets in the fit (``gr``/``mgr``,
+        :func:`skmcal.losses.target_scales`): a pseudo-label of class ``c``
+        enters with the loss's pseudo-target times ``target_scale[c]``, as a
+        label of that class was fitted. None: unscaled.
     """
 
     loss: object
@@ -226,6 +231,7 @@ class LaplacePosterior:
     n_threads: int | None = None
     offset_direction: np.ndarray | None = None
     offset_coef: np.ndarray | float | None = None
+    target_scale: np.ndarray | None = None
 
     #: Whether approximate (single-precision) values are worth computing
     #: before exact ones (:mod:`skmcal.acquisition` screening).
@@ -451,7 +457,7 @@ class RankOnePosterior(LaplacePosterior):
             gram = gram - product[:, end:].sum(axis=1) + nugget * (2.0 * s + nugget)
             if survey_term is not None:
                 survey_term = survey_term + nugget
-        targets = self.loss.pseudo_targets(u)
+        targets = self.loss.pseudo_targets(u, self.target_scale)
         if self.offset_coef is not None:
             targets = targets - np.multiply.outer(self.offset_direction[nodes], self.offset_coef)
         grad, curv = self.loss.derivatives(u, targets, self._noise)

@@ -302,6 +302,8 @@ class BruteForce:
     every node (``V``, or ``I_nc (x) V`` for ce). mgr keeps its shared
     ``M x M`` covariance. ``w``: the weight of each labeled node's loss term
     (``class_weight_`` of its class); a look-ahead adds its candidate at weight 1.
+    ``s``: the scale of each class's targets (``target_scale_``), the candidate's
+    pseudo-target's too.
     """
 
     def __init__(self, clf, X, y):
@@ -322,6 +324,10 @@ class BruteForce:
             self.T = (y[labeled][:, None] == self.classes[None, :]).astype(float)
             self.n_classes = self.classes.size
         self.w = clf.class_weight_[np.searchsorted(self.classes, y[labeled])]
+        # target_scale_: class c's targets (and pseudo-targets) times s[c]
+        self.s = np.asarray(clf.target_scale_, dtype=float)
+        codes = np.searchsorted(self.classes, y[labeled])
+        self.T = self.T * (self.s[codes][:, None] if self.T.ndim == 2 else self.s[codes])
         self.coef = np.asarray(clf.posterior_.coef, dtype=float)
         self.X, self.y = X, y
         self.unlabeled = np.flatnonzero(y == -1)
@@ -363,8 +369,8 @@ class BruteForce:
     def pseudo_label(self, k):
         u = self.V[k] @ self.coef
         if self.loss in BINARY:
-            return 1.0 if u >= 0 else -1.0
-        return np.eye(self.n_classes)[np.argmax(u)]
+            return self.s[1] if u >= 0 else -self.s[0]
+        return np.eye(self.n_classes)[np.argmax(u)] * self.s[np.argmax(u)]
 
     def look_ahead(self, k, label=None):
         """(new coefficients, new covariance) after adding node k with a (pseudo-)label.
@@ -535,15 +541,15 @@ def overlapping_blobs(n_classes, seed=0):
 
 
 @functools.cache
-def _look_ahead_fit(loss, setting, class_weight="auto"):
+def _look_ahead_fit(loss, setting, class_weight="auto", target_scale="auto"):
     X, y = overlapping_blobs(2 if loss in BINARY else 3)
-    if class_weight != "auto":  # unbalanced labels: a fourth label of class 2
+    if class_weight != "auto" or target_scale != "auto":  # unbalanced: a 4th label of class 2
         y = y.copy()
         y[np.flatnonzero(y == -1)[0]] = 2
     # one graph: the look-ahead is a refit on the graph of the fit (no kernel choice)
     clf = SpectralGraphClassifier(
         loss, kernel="gaussian", n_eigs=N_EIGS, class_weight=class_weight,
-        **LOOK_AHEAD_SETTINGS[setting],
+        target_scale=target_scale, **LOOK_AHEAD_SETTINGS[setting],
     )  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -551,11 +557,12 @@ def _look_ahead_fit(loss, setting, class_weight="auto"):
     return clf, X, y
 
 
-def look_ahead_setup(loss, setting, class_weight="auto"):
+def look_ahead_setup(loss, setting, class_weight="auto", target_scale="auto"):
     """``(clf, BruteForce, posterior)`` of the loss fitted on :func:`overlapping_blobs`
-    (three labels per class, whose balanced weights are all 1); with another
-    ``class_weight``, one more label of the first class, fitted with it."""
-    clf, X, y = _look_ahead_fit(loss, setting, class_weight)
+    (three labels per class, whose balanced weights and target scales are all 1); with
+    another ``class_weight`` or ``target_scale``, one more label of the first class,
+    fitted with them."""
+    clf, X, y = _look_ahead_fit(loss, setting, class_weight, target_scale)
     return clf, BruteForce(clf, X, y), clf.posterior_
 
 

@@ -172,6 +172,9 @@ def _unbalanced(seed=0):
 
 
 def _fit(X, y, **params):
+    """A fit with targets of one unless ``target_scale`` is given (the weights' tests;
+    the scale's are in test_target_scale.py)."""
+    params = {"target_scale": None, **params}
     return SpectralGraphClassifier(kernel="gaussian", n_eigs=10, cache=False, **params).fit(X, y)
 
 

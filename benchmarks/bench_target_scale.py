@@ -1,0 +1,185 @@
+"""The summed model's target scale (``target_scale``), compared on the defaults' path.
+
+From ``AUTO_SUM_MIN_LABELS`` (50) labels the defaults fit the summed model
+(``model_ == "sum"``, ``mgr``), a regression of each class's targets. Without a
+scale, the class queried most reaches furthest: the regression's mass grows
+with the class's count, and a batch of queries of one class moves the
+prediction of nodes that no label is near (Fashion-MNIST, V-opt: eleven of
+fifty labels were trousers at the summed model's first fit, and accuracy fell
+from .697 to .627 over that batch). ``target_scale`` scales class ``c``'s
+targets by ``(n / (n_classes n_c))^p`` (:func:`skmcal.losses.target_scales`).
+
+Along the defaults' own active-learning path (``bench_accuracy.py``'s initial
+labels, candidates and tie breaks), this script refits, at every ``--every``
+labels from 50 to ``--stop``, the classifier as the path has it (its graph
+choice, hyperparameters' grids and all) from cold with each of the scales
+(``None``: targets of one, ``"sqrt"``: ``p = 1/2``, ``"balanced"``: ``p = 1``),
+and measures the accuracy on the unlabeled nodes. The queries come from the
+classifier as it is, so every scale sees the same labels::
+
+    python benchmarks/bench_target_scale.py --datasets digits binary-clusters --trials 2
+    python benchmarks/bench_target_scale.py --datasets rare-class imbalanced-blobs \\
+        noisy-features unscaled letters-like --trials 2
+    python benchmarks/bench_target_scale.py --datasets dna satellite vehicle --trials 2 \\
+        --mlbench-home /usr/lib/R/site-library/mlbench/data
+
+Results under ``results/target_scale`` (or ``--out``): ``target_scale.csv`` (one
+row per state and scale) and ``target_scale.md`` (per data set and strategy,
+each scale's mean accuracy over the states).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.base import clone
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _accuracy_common as common  # noqa: E402
+import bench_accuracy  # noqa: E402
+import bench_mlbench  # noqa: E402
+import bench_synthetic  # noqa: E402
+from _accuracy_common import BATCH, candidates, initial_labels, tie_break_rng  # noqa: E402
+
+from skmcal import NodeSet  # noqa: E402
+from skmcal.classifier import AUTO_SUM_MIN_LABELS  # noqa: E402
+
+SCALES = {"none": None, "sqrt": "sqrt", "balanced": "balanced"}
+STRATEGIES = ("mc", "vopt", "sopt", "unc")
+COLUMNS = ("dataset", "strategy", "trial", "n_labels", "scale", "accuracy")
+DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "target_scale"
+
+
+def run_trial(name, pool, X, codes, strategy, trial, seed, stop, every, emit):
+    """The defaults' path to ``stop`` labels; ``emit(n_labels, scale, accuracy)`` at every
+    ``every`` labels from ``AUTO_SUM_MIN_LABELS`` on, for each scale of ``SCALES``."""
+    config = bench_accuracy.CONFIGS["default" if strategy == "mc" else f"default:{strategy}"]
+    learner = common.SkmcalLearner(config, pool, codes, common.DATASETS[name])
+    labeled, rng = initial_labels(codes, seed, trial), tie_break_rng(seed, trial)
+    learner.start(labeled)
+    batch = 0
+    while True:
+        n = labeled.size
+        if n >= AUTO_SUM_MIN_LABELS and (n - AUTO_SUM_MIN_LABELS) % every == 0:
+            clf = learner.clf
+            if clf.model_ != "sum":
+                raise RuntimeError(f"{name}: the defaults fit model {clf.model_!r} here")
+            unlabeled = np.ones(codes.size, dtype=bool)
+            unlabeled[labeled] = False
+            for key, scale in SCALES.items():  # the learner's node set: rows of X are nodes
+                refit = clone(clf).set_params(target_scale=scale, warm_start=False)
+                refit.fit(X[labeled], codes[labeled])
+                right = refit.transduction_[unlabeled] == codes[unlabeled]
+                emit(n, key, float(np.mean(right)))
+        if n + BATCH > stop:
+            return
+        batch += 1
+        nodes = np.asarray(
+            learner.query(candidates(labeled, codes.size, seed, trial, batch), BATCH, rng),
+            dtype=np.intp,
+        )
+        learner.add(nodes)
+        labeled = np.concatenate([labeled, nodes])
+
+
+def summarize(rows):
+    """Markdown: per data set and strategy, and per data set, each scale's mean accuracy."""
+    acc = {}
+    for r in rows:
+        for group in ((r["dataset"], r["strategy"]), (r["dataset"], "all"), ("all", "all")):
+            acc.setdefault((*group, r["scale"]), []).append(float(r["accuracy"]))
+    groups = dict.fromkeys((d, s) for d, s, _ in acc)
+    lines = [
+        "| data set | strategy | states | " + " | ".join(SCALES) + " | sqrt - none |",
+        "|---|---|---|" + "---|" * (len(SCALES) + 1),
+    ]
+    for dataset, strategy in groups:
+        means = [np.mean(acc[(dataset, strategy, key)]) for key in SCALES]
+        states = len(acc[(dataset, strategy, "none")])
+        cells = " | ".join(f"{m:.4f}" for m in means)
+        gain = 100 * (means[1] - means[0])
+        lines.append(f"| {dataset} | {strategy} | {states} | {cells} | {gain:+.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    names = [*common.DATASETS, *bench_synthetic.SYNTHETIC, *bench_mlbench.MLBENCH]
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--datasets", nargs="+", default=["digits", "binary-clusters"], choices=names)
+    p.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
+    p.add_argument("--trials", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--stop", type=int, default=150, help="the last state's labels")
+    p.add_argument("--every", type=int, default=10, help="labels between measured states")
+    p.add_argument("--data-home", default=None, help="skmcal's data folder (MNIST, Samson)")
+    p.add_argument(
+        "--mlbench-home", default=None, help="the mlbench sets' folder (bench_mlbench.py)"
+    )
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    p.add_argument(
+        "--report", action="store_true", help="only rewrite target_scale.md from the CSV"
+    )
+    args = p.parse_args(argv)
+    if args.every % BATCH or args.every <= 0:
+        p.error(f"--every must be a positive multiple of {BATCH}; got {args.every}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "target_scale.csv"
+    for extra in (bench_synthetic.SYNTHETIC, bench_mlbench.MLBENCH):
+        common.DATASETS.update((name, common.Data(load)) for name, load in extra.items())
+    rows = list(csv.DictReader(path.open(encoding="utf-8"))) if path.exists() else []
+    if not args.report:
+        done = {(r["dataset"], r["strategy"], r["trial"]) for r in rows}
+        for name in args.datasets:
+            try:
+                home = args.mlbench_home if name in bench_mlbench.MLBENCH else args.data_home
+                X, y = common.DATASETS[name].load(home)
+            except (FileNotFoundError, OSError) as exc:
+                print(f"{name}: skipped, data not found ({exc})", flush=True)
+                continue
+            X = np.asarray(X, dtype=np.float64)
+            codes = np.unique(y, return_inverse=True)[1].reshape(-1).astype(np.intp)
+            pool = NodeSet(X)
+            for strategy in args.strategies:
+                for trial in range(args.trials):
+                    if (name, strategy, str(trial)) in done:
+                        continue
+                    start, new = time.perf_counter(), []
+
+                    def emit(n_labels, scale, accuracy, key=(name, strategy, trial), new=new):
+                        values = (*key, n_labels, scale, accuracy)
+                        new.append(dict(zip(COLUMNS, values, strict=True)))
+
+                    run_trial(
+                        name, pool, X, codes, strategy, trial, args.seed, args.stop,
+                        args.every, emit,
+                    )  # fmt: skip
+                    with path.open("a", newline="", encoding="utf-8") as f:
+                        writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
+                        if f.tell() == 0:
+                            writer.writeheader()
+                        writer.writerows(new)
+                    rows += [{k: str(v) for k, v in r.items()} for r in new]
+                    print(
+                        f"{name} {strategy} trial {trial}: {time.perf_counter() - start:.1f} s",
+                        flush=True,
+                    )
+    table = summarize(rows)
+    (args.out / "target_scale.md").write_text(
+        "# The summed model's target scale on the defaults' path "
+        "(`benchmarks/bench_target_scale.py`)\n\n"
+        f"States from {AUTO_SUM_MIN_LABELS} labels every {args.every} labels; accuracy on "
+        "the unlabeled nodes of cold refits with each `target_scale`, mean over states "
+        "and trials. The path is the defaults' (`target_scale=\"auto\"`: sqrt).\n\n" + table,
+        encoding="utf-8",
+    )
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""``target_scale``: class-scaled targets of the Gaussian losses, against brute force.
+
+A label of class ``c`` is fitted to ``s_c`` times its one-hot row (``gr``: to
+``-s_0`` or ``+s_1``), ``s_c = (n / (n_classes n_c))^p``. Checked against the
+formula by hand, a dense solve of the spectral model with those targets, the
+dense summed model (its grid choice by the leave-one-out density and its mean),
+the full-graph model's linearity in the targets, and the brute-force
+look-ahead with the candidate's pseudo-target scaled alike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.utils._param_validation import InvalidParameterError
+
+import skmcal.classifier as module
+from skmcal import SpectralGraphClassifier, acquisition
+from skmcal.evidence import DEFAULT_TAUS, SUM_EPSILONS, SUM_FULL_TAUS, SUM_GAMMAS
+from skmcal.losses import LOSSES, target_scales
+
+from _oracle import (
+    BINARY,
+    assert_close,
+    blobs,
+    dense_loo,
+    dense_sum_prior,
+    look_ahead_setup,
+    semi_supervised,
+)
+
+COUNTS = np.array([2, 4, 9])  # labels per class of _unbalanced()
+
+
+def _unbalanced(n_classes=3, seed=0):
+    """Blobs with 2, 4 (and 9) labels per class."""
+    X, y_true, _ = blobs(n_classes, 25, centers=[[0, 0], [4, 0], [2, 3.5]][:n_classes],
+                         labels=np.arange(n_classes), n_labeled=1, seed=seed)  # fmt: skip
+    labeled = np.concatenate(
+        [np.flatnonzero(y_true == c)[:n] for c, n in enumerate(COUNTS[:n_classes])]
+    )
+    return X, semi_supervised(y_true, labeled)
+
+
+def _fit(X, y, **params):
+    return SpectralGraphClassifier(kernel="gaussian", n_eigs=10, cache=False, **params).fit(X, y)
+
+
+def test_target_scales_by_hand():
+    codes = np.repeat([0, 1, 2], COUNTS)
+    n, k = COUNTS.sum(), 3
+    np.testing.assert_allclose(target_scales(codes, k, 1.0), n / (k * COUNTS))
+    np.testing.assert_allclose(target_scales(codes, k, 0.5), np.sqrt(n / (k * COUNTS)))
+    np.testing.assert_array_equal(target_scales(codes, k, 0.0), np.ones(3))
+    np.testing.assert_array_equal(target_scales([0, 1, 1, 0], 2, 0.5), np.ones(2))  # even
+    with pytest.raises(ValueError, match=r"each of the 3 classes.*\[2, 0, 1\]"):
+        target_scales([0, 0, 2], 3, 0.5)
+    with pytest.raises(ValueError, match="power must be a non-negative float; got -1"):
+        target_scales(codes, k, -1.0)
+
+
+def test_encode_and_pseudo_targets_carry_the_class_scale():
+    s = np.array([0.5, 2.0, 3.0])
+    np.testing.assert_array_equal(
+        LOSSES["mgr"].encode([2, 0], 3, s), [[0.0, 0.0, 3.0], [0.5, 0.0, 0.0]]
+    )
+    np.testing.assert_array_equal(
+        LOSSES["mgr"].pseudo_targets(np.array([[0.1, 0.7, 0.2]]), s), [[0.0, 2.0, 0.0]]
+    )
+    np.testing.assert_array_equal(LOSSES["gr"].encode([0, 1], 2, s[:2]), [-0.5, 2.0])
+    np.testing.assert_array_equal(
+        LOSSES["gr"].pseudo_targets(np.array([-0.3, 0.0, 4.0]), s[:2]), [-0.5, 2.0, 2.0]
+    )
+    np.testing.assert_array_equal(LOSSES["gr"].encode([0, 1], 2), [-1.0, 1.0])
+
+
+@pytest.mark.parametrize("loss", ["gr", "mgr"])
+@pytest.mark.parametrize("target_scale", ["sqrt", "balanced"])
+def test_scaled_spectral_fit_is_the_dense_solve(loss, target_scale):
+    """The spectral model's MAP at its (tau_, gamma_) with the scaled targets written
+    out here; the classifier's scales are the formula's."""
+    X, y = _unbalanced(2 if loss in BINARY else 3)
+    clf = _fit(X, y, loss=loss, model="spectral", target_scale=target_scale)
+    k = clf.classes_.size
+    counts = COUNTS[:k]
+    power = {"sqrt": 0.5, "balanced": 1.0}[target_scale]
+    s = (counts.sum() / (k * counts)) ** power
+    np.testing.assert_allclose(clf.target_scale_, s, rtol=1e-12)
+    labeled = np.flatnonzero(y != -1)
+    if loss in BINARY:
+        T = np.where(y[labeled] == 1, s[1], -s[0])
+    else:
+        T = np.eye(k)[y[labeled]] * s[y[labeled]][:, None]
+    P, g = clf.eigenvectors_[labeled], clf.gamma_
+    H = np.diag(clf.eigenvalues_ + clf.tau_**2) + P.T @ P / g**2
+    np.testing.assert_allclose(clf.posterior_.coef, np.linalg.solve(H, P.T @ T) / g**2,
+                               rtol=1e-9, atol=1e-12)  # fmt: skip
+    unscaled = _fit(X, y, loss=loss, model="spectral", target_scale=None, tau=clf.tau_,
+                    gamma=clf.gamma_)  # fmt: skip
+    assert not np.allclose(unscaled.posterior_.coef, clf.posterior_.coef)
+
+
+def test_default_sum_model_is_the_dense_model_of_square_root_scaled_targets():
+    """model="sum" with target_scale="auto": the grid point of largest leave-one-out
+    density of the dense summed prior with targets s_c e_c (s_c the square root of
+    n / (n_classes n_c)), and its posterior mean."""
+    X, y = _unbalanced()
+    clf = _fit(X, y, loss="mgr", model="sum")
+    labeled = np.flatnonzero(y != -1)
+    s = np.sqrt(COUNTS.sum() / (3 * COUNTS))
+    np.testing.assert_allclose(clf.target_scale_, s, rtol=1e-12)
+    np.testing.assert_allclose(clf.posterior_.target_scale, s, rtol=1e-12)
+    Y = np.eye(3)[y[labeled]] * s[y[labeled]][:, None]
+    W, lam, V = clf.graph_.weights, clf.eigenvalues_, clf.eigenvectors_
+    table = {}
+    for ts in [t for t in DEFAULT_TAUS if t**2 <= np.median(lam)]:
+        for tf in SUM_FULL_TAUS:
+            for eps in SUM_EPSILONS:
+                Sigma, _, _ = dense_sum_prior(W, lam, V, ts, tf, eps, labeled)
+                K = Sigma[np.ix_(labeled, labeled)]
+                for g in SUM_GAMMAS:
+                    table[ts, tf, eps, g] = dense_loo(K + g**2 * np.eye(labeled.size), Y)
+    p = clf.sum_prior_
+    assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == max(table, key=table.get)
+    Sigma, _, _ = dense_sum_prior(W, lam, V, p["tau_s"], p["tau_f"], p["eps"], labeled)
+    K = Sigma[np.ix_(labeled, labeled)] + p["gamma"] ** 2 * np.eye(labeled.size)
+    expected = Sigma[:, labeled] @ np.linalg.solve(K, Y)
+    np.testing.assert_allclose(clf.posterior_.latent(slice(None)), expected,
+                               atol=1e-8 * np.abs(expected).max())  # fmt: skip
+
+
+def test_full_model_is_linear_in_the_class_scales():
+    """model="full", mgr, given tau and gamma: each class's latent values are the
+    unscaled fit's times the class's scale (the fit, its class offset included, is
+    linear in the targets)."""
+    X, y = _unbalanced()
+    params = dict(loss="mgr", model="full", tau=0.1, gamma=0.3)
+    scaled = _fit(X, y, target_scale="balanced", **params)
+    unit = _fit(X, y, target_scale=None, **params)
+    assert scaled.model_ == "full"
+    expected = unit.posterior_.latent(slice(None)) * scaled.target_scale_
+    assert_close(scaled.posterior_.latent(slice(None)), expected, rtol=1e-7)
+
+
+@pytest.mark.parametrize("loss", ["gr", "mgr"])
+@pytest.mark.parametrize("class_weight", ["auto", "balanced"])
+def test_look_ahead_scales_the_candidates_pseudo_target(loss, class_weight):
+    """Unbalanced labels, target_scale="balanced": model change and V-opt against the
+    brute-force refit with the candidate's pseudo-target times its class's scale."""
+    clf, bf, view = look_ahead_setup(loss, "custom", class_weight, target_scale="balanced")
+    assert not np.any(np.isclose(bf.s, 1.0))
+    nodes = bf.unlabeled
+    assert_close(acquisition.model_change(view, nodes),
+                 np.array([bf.model_change(k) for k in nodes]))  # fmt: skip
+    assert_close(acquisition.vopt(view, nodes), np.array([bf.vopt(k) for k in nodes]),
+                 rtol=1e-7)  # fmt: skip
+
+
+def test_auto_scales_the_summed_model_only(monkeypatch):
+    """target_scale="auto": the square root with the summed model (model="auto" from
+    AUTO_SUM_MIN_LABELS labels, or model="sum"), ones with the spectral and full ones."""
+    X, y = _unbalanced()  # 15 labels
+    monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", 10)
+    s = np.sqrt(COUNTS.sum() / (3 * COUNTS))
+    summed = _fit(X, y)
+    assert (summed.model_, summed.loss_) == ("sum", "mgr")
+    np.testing.assert_allclose(summed.target_scale_, s, rtol=1e-12)
+    monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", 50)
+    few = _fit(X, y)
+    assert few.model_ == "spectral"
+    np.testing.assert_array_equal(few.target_scale_, np.ones(3))
+    assert few.posterior_.target_scale is None
+    full = _fit(X, y, loss="mgr", model="full")
+    np.testing.assert_array_equal(full.target_scale_, np.ones(3))
+
+
+def test_target_scale_errors_name_the_value():
+    X, y = _unbalanced()
+    with pytest.raises(ValueError, match=r"target_scale='sqrt' takes .*loss='ce'"):
+        _fit(X, y, loss="ce", target_scale="sqrt")
+    with pytest.raises(ValueError, match=r"target_scale='balanced' takes .*model='poisson'"):
+        _fit(X, y, loss="mgr", model="poisson", target_scale="balanced")
+    with pytest.raises(InvalidParameterError, match="target_scale"):
+        _fit(X, y, target_scale="even")
+    # None and "auto" take every loss and model
+    assert _fit(X, y, loss="ce", target_scale=None).target_scale_.tolist() == [1.0] * 3
