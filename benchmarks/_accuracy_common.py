@@ -63,6 +63,59 @@ def read_rows(path: Path) -> list[dict]:
     return rows
 
 
+def query_batch(learner, labeled, n_nodes, seed, trial, batch, rng) -> np.ndarray:
+    """Query batch number ``batch`` of ``BATCH`` nodes among that batch's candidates
+    (:func:`candidates`), teach them to ``learner``, and return the labeled nodes."""
+    offered = candidates(labeled, n_nodes, seed, trial, batch)
+    nodes = np.asarray(learner.query(offered, BATCH, rng), dtype=np.intp)
+    learner.add(nodes)
+    return np.concatenate([labeled, nodes])
+
+
+def state_runs(path: Path, columns, key, datasets, strategies, trials, load, run) -> list:
+    """The rows of the CSV at ``path``, extended by the runs it lacks (state benchmarks).
+
+    For each data set of ``datasets`` that ``load(name) -> (X, y)`` finds (a missing
+    file is skipped with a message), each strategy and each trial in ``range(trials)``
+    whose row key ``(*key, name, strategy, trial)`` is not in the file yet,
+    ``run(name, pool, X, codes, strategy, trial, emit)`` is called, ``emit(*values)``
+    adding the row ``(*key, name, strategy, trial, *values)`` over ``columns``; a run's
+    rows are appended to the file when it ends. Rows are dicts of strings.
+    """
+    rows = list(csv.DictReader(path.open(encoding="utf-8"))) if path.exists() else []
+    width = len(key) + 3
+    done = {tuple(r[c] for c in columns[:width]) for r in rows}
+    for name in datasets:
+        try:
+            X, y = load(name)
+        except (FileNotFoundError, OSError) as exc:
+            print(f"{name}: skipped, data not found ({exc})", flush=True)
+            continue
+        X = np.asarray(X, dtype=np.float64)
+        codes = np.unique(y, return_inverse=True)[1].reshape(-1).astype(np.intp)
+        pool = NodeSet(X)
+        for strategy in strategies:
+            for trial in range(trials):
+                head = (*key, name, strategy, trial)
+                if tuple(str(v) for v in head) in done:
+                    continue
+                start, new = time.perf_counter(), []
+
+                def emit(*values, head=head, new=new):
+                    new.append(dict(zip(columns, (*head, *values), strict=True)))
+
+                run(name, pool, X, codes, strategy, trial, emit)
+                with path.open("a", newline="", encoding="utf-8") as f:
+                    writer = csv.DictWriter(f, columns, lineterminator="\n")
+                    if f.tell() == 0:
+                        writer.writeheader()
+                    writer.writerows(new)
+                rows += [{k: str(v) for k, v in r.items()} for r in new]
+                elapsed = time.perf_counter() - start
+                print(f"{name} {strategy} trial {trial}: {elapsed:.1f} s", flush=True)
+    return rows
+
+
 @dataclass(frozen=True)
 class Data:
     """A data set of the benchmark: its loader and the graph that every method uses."""

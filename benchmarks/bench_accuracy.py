@@ -109,6 +109,15 @@ CONFIGS: dict[str, Config] = {
         )
         for s in ("vopt", "sopt", "unc", "rand")
     },  # fmt: skip
+    # The defaults with target_scale="sqrt" (the summed model's targets scaled by the
+    # square root of n / (n_classes n_c)), each strategy.
+    **{
+        f"default-sqrt{'' if s == 'mc' else ':' + s}": Config(
+            "skmcal", s, {"target_scale": "sqrt"},
+            options={} if s == "rand" else {"batch": DEFAULT_BATCH}, data_graph=False,
+        )
+        for s in STRATEGIES
+    },  # fmt: skip
     # The defaults with the Gaussian graph alone (kernel="auto" builds two): what the
     # kernel's choice costs per batch and gains in accuracy.
     "default-gaussian": Config(
@@ -176,13 +185,9 @@ CONFIGS: dict[str, Config] = {
             *((f"{s}-greedy", s, {"batch": "greedy"}) for s in ("mc", "vopt", "sopt", "unc")),
         )
     },
-    # The summed prior (spectral + full graph, weights and taus by its evidence), with
-    # targets of one (target_scale=None: the rows measured before the target scale;
-    # the defaults' rows fit it with target_scale="auto").
+    # The summed prior (spectral + full graph, weights and taus by its evidence).
     **{
-        f"sum-mgr:{name}": Config(
-            "skmcal", s, {"model": "sum", "loss": "mgr", "target_scale": None}, options=options
-        )
+        f"sum-mgr:{name}": Config("skmcal", s, {"model": "sum", "loss": "mgr"}, options=options)
         for name, s, options in (
             ("mc", "mc", {}),
             ("unc", "unc", {}),

@@ -62,7 +62,6 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -74,9 +73,8 @@ import _accuracy_common as common  # noqa: E402
 import bench_accuracy  # noqa: E402
 import bench_mlbench  # noqa: E402
 import bench_synthetic  # noqa: E402
-from _accuracy_common import BATCH, N_START, candidates, initial_labels, tie_break_rng  # noqa: E402
+from _accuracy_common import BATCH, N_START, initial_labels, tie_break_rng  # noqa: E402
 
-from skmcal import NodeSet  # noqa: E402
 from skmcal.classifier import AUTO_REUSE_GROWTH, AUTO_SUM_MIN_LABELS  # noqa: E402
 from skmcal.evidence import LAPLACE_GAMMAS, select_hyperparameters  # noqa: E402
 from skmcal.losses import LOSSES  # noqa: E402
@@ -180,12 +178,7 @@ def run_trial(name, pool, codes, strategy, trial, seed, emit):
         if labeled.size + BATCH >= AUTO_SUM_MIN_LABELS:
             return
         batch += 1
-        nodes = np.asarray(
-            learner.query(candidates(labeled, codes.size, seed, trial, batch), BATCH, rng),
-            dtype=np.intp,
-        )
-        learner.add(nodes)
-        labeled = np.concatenate([labeled, nodes])
+        labeled = common.query_batch(learner, labeled, codes.size, seed, trial, batch, rng)
 
 
 def summarize(rows):
@@ -218,6 +211,19 @@ def summarize(rows):
     return "\n".join(lines) + "\n"
 
 
+def loader(args):
+    """``load(name) -> (X, y)`` of every data set of the accuracy benchmarks, from
+    ``args.mlbench_home`` (the mlbench sets) or ``args.data_home`` (the others)."""
+    for extra in (bench_synthetic.SYNTHETIC, bench_mlbench.MLBENCH):
+        common.DATASETS.update((name, common.Data(load)) for name, load in extra.items())
+
+    def load(name):
+        home = args.mlbench_home if name in bench_mlbench.MLBENCH else args.data_home
+        return common.DATASETS[name].load(home)
+
+    return load
+
+
 def main(argv=None):
     names = [*common.DATASETS, *bench_synthetic.SYNTHETIC, *bench_mlbench.MLBENCH]
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -236,42 +242,16 @@ def main(argv=None):
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "low_phase.csv"
-    for extra in (bench_synthetic.SYNTHETIC, bench_mlbench.MLBENCH):
-        common.DATASETS.update((name, common.Data(load)) for name, load in extra.items())
-    rows = list(csv.DictReader(path.open(encoding="utf-8"))) if path.exists() else []
-    if not args.report:
-        done = {(r["dataset"], r["strategy"], r["trial"]) for r in rows}
-        for name in args.datasets:
-            try:
-                home = args.mlbench_home if name in bench_mlbench.MLBENCH else args.data_home
-                X, y = common.DATASETS[name].load(home)
-            except (FileNotFoundError, OSError) as exc:
-                print(f"{name}: skipped, data not found ({exc})", flush=True)
-                continue
-            X = np.asarray(X, dtype=np.float64)
-            codes = np.unique(y, return_inverse=True)[1].reshape(-1).astype(np.intp)
-            pool = NodeSet(X)
-            for strategy in args.strategies:
-                for trial in range(args.trials):
-                    if (name, strategy, str(trial)) in done:
-                        continue
-                    start, new = time.perf_counter(), []
+    if args.report:
+        rows = list(csv.DictReader(path.open(encoding="utf-8"))) if path.exists() else []
+    else:
 
-                    def emit(n_labels, rule, accuracy, key=(name, strategy, trial), new=new):
-                        values = (*key, n_labels, rule, accuracy)
-                        new.append(dict(zip(COLUMNS, values, strict=True)))
+        def run(name, pool, X, codes, strategy, trial, emit):
+            run_trial(name, pool, codes, strategy, trial, args.seed, emit)
 
-                    run_trial(name, pool, codes, strategy, trial, args.seed, emit)
-                    with path.open("a", newline="", encoding="utf-8") as f:
-                        writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
-                        if f.tell() == 0:
-                            writer.writeheader()
-                        writer.writerows(new)
-                    rows += [{k: str(v) for k, v in r.items()} for r in new]
-                    print(
-                        f"{name} {strategy} trial {trial}: {time.perf_counter() - start:.1f} s",
-                        flush=True,
-                    )
+        rows = common.state_runs(
+            path, COLUMNS, (), args.datasets, args.strategies, args.trials, loader(args), run
+        )
     table = summarize(rows)
     (args.out / "low_phase.md").write_text(
         "# The first phase's hyperparameter rules on the defaults' path "

@@ -9,23 +9,28 @@ fifty labels were trousers at the summed model's first fit, and accuracy fell
 from .697 to .627 over that batch). ``target_scale`` scales class ``c``'s
 targets by ``(n / (n_classes n_c))^p`` (:func:`skmcal.losses.target_scales`).
 
-Along the defaults' own active-learning path (``bench_accuracy.py``'s initial
-labels, candidates and tie breaks), this script refits, at every ``--every``
-labels from 50 to ``--stop``, the classifier as the path has it (its graph
-choice, hyperparameters' grids and all) from cold with each of the scales
-(``None``: targets of one, ``"sqrt"``: ``p = 1/2``, ``"balanced"``: ``p = 1``),
-and measures the accuracy on the unlabeled nodes. The queries come from the
-classifier as it is, so every scale sees the same labels::
+Along an active-learning path of the defaults (``bench_accuracy.py``'s initial
+labels, candidates and tie breaks) with the target scale ``--path`` (``none``:
+the defaults themselves; ``sqrt``: ``bench_accuracy.py``'s ``default-sqrt``), this
+script refits, at every ``--every`` labels from 50 to ``--stop``, the classifier
+as the path has it (its graph choice, hyperparameters' grids and all) from cold
+with each of the scales (``None``: targets of one, ``"sqrt"``: ``p = 1/2``,
+``"balanced"``: ``p = 1``), and measures the accuracy on the unlabeled nodes.
+The queries come from the path's classifier, so every scale sees the same
+labels. The results file's rows (``path`` column) came from these commands::
 
-    python benchmarks/bench_target_scale.py --datasets digits binary-clusters --trials 2
-    python benchmarks/bench_target_scale.py --datasets rare-class imbalanced-blobs \\
-        noisy-features unscaled letters-like --trials 2
-    python benchmarks/bench_target_scale.py --datasets dna satellite vehicle --trials 2 \\
+    python benchmarks/bench_target_scale.py --path sqrt --trials 2 \\
+        --datasets digits binary-clusters rare-class imbalanced-blobs
+    python benchmarks/bench_target_scale.py --path sqrt --trials 2 \\
+        --datasets dna satellite vehicle \\
+        --mlbench-home /usr/lib/R/site-library/mlbench/data
+    python benchmarks/bench_target_scale.py --path none --trials 2 \\
+        --datasets satellite rare-class --strategies mc unc vopt \\
         --mlbench-home /usr/lib/R/site-library/mlbench/data
 
 Results under ``results/target_scale`` (or ``--out``): ``target_scale.csv`` (one
 row per state and scale) and ``target_scale.md`` (per data set and strategy,
-each scale's mean accuracy over the states).
+each scale's mean accuracy over the states, per path).
 """
 
 from __future__ import annotations
@@ -33,7 +38,6 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -43,23 +47,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _accuracy_common as common  # noqa: E402
 import bench_accuracy  # noqa: E402
+import bench_low_phase  # noqa: E402
 import bench_mlbench  # noqa: E402
 import bench_synthetic  # noqa: E402
-from _accuracy_common import BATCH, candidates, initial_labels, tie_break_rng  # noqa: E402
+from _accuracy_common import BATCH, initial_labels, tie_break_rng  # noqa: E402
 
-from skmcal import NodeSet  # noqa: E402
 from skmcal.classifier import AUTO_SUM_MIN_LABELS  # noqa: E402
 
 SCALES = {"none": None, "sqrt": "sqrt", "balanced": "balanced"}
 STRATEGIES = ("mc", "vopt", "sopt", "unc")
-COLUMNS = ("dataset", "strategy", "trial", "n_labels", "scale", "accuracy")
+COLUMNS = ("path", "dataset", "strategy", "trial", "n_labels", "scale", "accuracy")
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "target_scale"
 
 
-def run_trial(name, pool, X, codes, strategy, trial, seed, stop, every, emit):
-    """The defaults' path to ``stop`` labels; ``emit(n_labels, scale, accuracy)`` at every
-    ``every`` labels from ``AUTO_SUM_MIN_LABELS`` on, for each scale of ``SCALES``."""
-    config = bench_accuracy.CONFIGS["default" if strategy == "mc" else f"default:{strategy}"]
+def run_trial(name, pool, X, codes, strategy, trial, seed, stop, every, path, emit):
+    """The path to ``stop`` labels of the defaults with target scale ``path`` (a key of
+    ``SCALES``); ``emit(n_labels, scale, accuracy)`` at every ``every`` labels from
+    ``AUTO_SUM_MIN_LABELS`` on, for each scale of ``SCALES``."""
+    base = {"none": "default", "sqrt": "default-sqrt"}[path]
+    config = bench_accuracy.CONFIGS[base if strategy == "mc" else f"{base}:{strategy}"]
     learner = common.SkmcalLearner(config, pool, codes, common.DATASETS[name])
     labeled, rng = initial_labels(codes, seed, trial), tie_break_rng(seed, trial)
     learner.start(labeled)
@@ -80,12 +86,7 @@ def run_trial(name, pool, X, codes, strategy, trial, seed, stop, every, emit):
         if n + BATCH > stop:
             return
         batch += 1
-        nodes = np.asarray(
-            learner.query(candidates(labeled, codes.size, seed, trial, batch), BATCH, rng),
-            dtype=np.intp,
-        )
-        learner.add(nodes)
-        labeled = np.concatenate([labeled, nodes])
+        labeled = common.query_batch(learner, labeled, codes.size, seed, trial, batch, rng)
 
 
 def summarize(rows):
@@ -93,18 +94,27 @@ def summarize(rows):
     acc = {}
     for r in rows:
         for group in ((r["dataset"], r["strategy"]), (r["dataset"], "all"), ("all", "all")):
-            acc.setdefault((*group, r["scale"]), []).append(float(r["accuracy"]))
-    groups = dict.fromkeys((d, s) for d, s, _ in acc)
-    lines = [
-        "| data set | strategy | states | " + " | ".join(SCALES) + " | sqrt - none |",
-        "|---|---|---|" + "---|" * (len(SCALES) + 1),
+            acc.setdefault((r["path"], *group, r["scale"]), []).append(float(r["accuracy"]))
+    paths = list(dict.fromkeys(p for p, _, _, _ in acc))
+    datasets = list(dict.fromkeys(d for _, d, _, _ in acc if d != "all"))
+    order = [*STRATEGIES, "all"]
+    groups = [
+        (p, d, s)
+        for p in paths
+        for d in [*datasets, "all"]
+        for s in order
+        if (p, d, s, "none") in acc
     ]
-    for dataset, strategy in groups:
-        means = [np.mean(acc[(dataset, strategy, key)]) for key in SCALES]
-        states = len(acc[(dataset, strategy, "none")])
+    lines = [
+        "| path | data set | strategy | states | " + " | ".join(SCALES) + " | sqrt - none |",
+        "|---|---|---|---|" + "---|" * (len(SCALES) + 1),
+    ]
+    for path, dataset, strategy in groups:
+        means = [np.mean(acc[(path, dataset, strategy, key)]) for key in SCALES]
+        states = len(acc[(path, dataset, strategy, "none")])
         cells = " | ".join(f"{m:.4f}" for m in means)
         gain = 100 * (means[1] - means[0])
-        lines.append(f"| {dataset} | {strategy} | {states} | {cells} | {gain:+.2f} |")
+        lines.append(f"| {path} | {dataset} | {strategy} | {states} | {cells} | {gain:+.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -117,6 +127,10 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--stop", type=int, default=150, help="the last state's labels")
     p.add_argument("--every", type=int, default=10, help="labels between measured states")
+    p.add_argument(
+        "--path", default="none", choices=["none", "sqrt"],
+        help="the target scale of the path's classifier (none: the defaults)",
+    )  # fmt: skip
     p.add_argument("--data-home", default=None, help="skmcal's data folder (MNIST, Samson)")
     p.add_argument(
         "--mlbench-home", default=None, help="the mlbench sets' folder (bench_mlbench.py)"
@@ -130,52 +144,28 @@ def main(argv=None):
         p.error(f"--every must be a positive multiple of {BATCH}; got {args.every}")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "target_scale.csv"
-    for extra in (bench_synthetic.SYNTHETIC, bench_mlbench.MLBENCH):
-        common.DATASETS.update((name, common.Data(load)) for name, load in extra.items())
-    rows = list(csv.DictReader(path.open(encoding="utf-8"))) if path.exists() else []
-    if not args.report:
-        done = {(r["dataset"], r["strategy"], r["trial"]) for r in rows}
-        for name in args.datasets:
-            try:
-                home = args.mlbench_home if name in bench_mlbench.MLBENCH else args.data_home
-                X, y = common.DATASETS[name].load(home)
-            except (FileNotFoundError, OSError) as exc:
-                print(f"{name}: skipped, data not found ({exc})", flush=True)
-                continue
-            X = np.asarray(X, dtype=np.float64)
-            codes = np.unique(y, return_inverse=True)[1].reshape(-1).astype(np.intp)
-            pool = NodeSet(X)
-            for strategy in args.strategies:
-                for trial in range(args.trials):
-                    if (name, strategy, str(trial)) in done:
-                        continue
-                    start, new = time.perf_counter(), []
+    if args.report:
+        rows = list(csv.DictReader(path.open(encoding="utf-8"))) if path.exists() else []
+    else:
 
-                    def emit(n_labels, scale, accuracy, key=(name, strategy, trial), new=new):
-                        values = (*key, n_labels, scale, accuracy)
-                        new.append(dict(zip(COLUMNS, values, strict=True)))
+        def run(name, pool, X, codes, strategy, trial, emit):
+            run_trial(
+                name, pool, X, codes, strategy, trial, args.seed, args.stop, args.every,
+                args.path, emit,
+            )  # fmt: skip
 
-                    run_trial(
-                        name, pool, X, codes, strategy, trial, args.seed, args.stop,
-                        args.every, emit,
-                    )  # fmt: skip
-                    with path.open("a", newline="", encoding="utf-8") as f:
-                        writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
-                        if f.tell() == 0:
-                            writer.writeheader()
-                        writer.writerows(new)
-                    rows += [{k: str(v) for k, v in r.items()} for r in new]
-                    print(
-                        f"{name} {strategy} trial {trial}: {time.perf_counter() - start:.1f} s",
-                        flush=True,
-                    )
+        rows = common.state_runs(
+            path, COLUMNS, (args.path,), args.datasets, args.strategies, args.trials,
+            bench_low_phase.loader(args), run,
+        )  # fmt: skip
     table = summarize(rows)
     (args.out / "target_scale.md").write_text(
-        "# The summed model's target scale on the defaults' path "
+        "# The summed model's target scale on active-learning paths "
         "(`benchmarks/bench_target_scale.py`)\n\n"
         f"States from {AUTO_SUM_MIN_LABELS} labels every {args.every} labels; accuracy on "
         "the unlabeled nodes of cold refits with each `target_scale`, mean over states "
-        "and trials. The path is the defaults' (`target_scale=\"auto\"`: sqrt).\n\n" + table,
+        "and trials. *path*: the target scale of the classifier whose queries made the "
+        "labels (none: the defaults; sqrt: `bench_accuracy.py`'s `default-sqrt`).\n\n" + table,
         encoding="utf-8",
     )
     print(table)

@@ -81,11 +81,6 @@ WEIGHTED = ("spectral", "sum", "auto")
 #: The power of :func:`skmcal.losses.target_scales` of each ``target_scale``.
 TARGET_SCALE_POWERS = {None: 0.0, "sqrt": 0.5, "balanced": 1.0}
 
-#: ``target_scale="auto"``'s choice with the summed model (``model_ == "sum"``;
-#: None with the others). Measured on the states from 50 to 150 labels along the
-#: defaults' paths (``benchmarks/bench_target_scale.py``).
-AUTO_TARGET_SCALE = "sqrt"
-
 #: ``model="auto"`` takes the spectral model while the labels number fewer than
 #: this, and the summed prior (spectral + full graph) from there on (with ``gr``/``mgr``, on
 #: at most :data:`~skmcal.classifier.AUTO_SUM_MAX_NODES` nodes). With few labels the spectral
@@ -498,24 +493,27 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         would trade accuracy for balanced accuracy: not the default.
         ``model="full"`` and ``"poisson"`` raise a ``ValueError`` for a
         ``class_weight`` other than "auto" or None.
-    target_scale : {"auto", "sqrt", "balanced"} or None, default="auto"
-        The Gaussian losses (``gr``, ``mgr``) fit each class's labels to
+    target_scale : {"sqrt", "balanced"} or None, default=None
+        With the Gaussian losses (``gr``, ``mgr``), fit each class's labels to
         targets scaled by ``(n_labeled / (n_classes * n_labeled_in_its_class))^p``
         (:func:`skmcal.losses.target_scales`): ``p = 1/2`` with ``"sqrt"``, 1
-        with ``"balanced"``, none with None (targets of one). Their fit is
+        with ``"balanced"``; None (the default): targets of one. Their fit is
         linear in the targets, so a class's latent values scale with its
-        targets: without a scale, the class queried most reaches furthest
+        targets: with targets of one, the class queried most reaches furthest
         (the regression's mass grows with its count), and a batch of queries
         of one class moves the prediction of nodes that no label is near.
-        Evenly labeled classes fit as without a scale. ``"auto"`` (the
-        default): ``"sqrt"`` with the summed model (``model_ == "sum"``),
-        None otherwise. Over 15 data sets' states from 50 to 150 labels along
-        the defaults' paths (``benchmarks/bench_target_scale.py``), the square
-        root raised the summed model's accuracy on average; balancing in full
-        assumes classes of one size, and lost on a data set with a rare
-        class. The query strategies' look-ahead gives a candidate the scale of
-        its pseudo-label's class. The Newton losses and ``model="poisson"``
-        raise a ``ValueError`` for a ``target_scale`` other than "auto" or None.
+        Evenly labeled classes fit as without a scale; the query strategies'
+        look-ahead gives a candidate the scale of its pseudo-label's class.
+        With ``loss="auto"`` it applies where the fit takes ``mgr`` (the
+        summed and full models), not to the spectral phase's ``ce``; a Newton
+        ``loss`` or ``model="poisson"`` raise a ``ValueError`` for a scale.
+        Not the default: in ``model="auto"``'s summed phase, ``"sqrt"``
+        lifted uncertainty sampling on Fashion-MNIST by 2.5 / 0.8 / 0.9
+        points at 100 / 200 / 500 labels (``benchmarks/bench_accuracy.py``'s
+        ``default-sqrt`` rows) and cost it 3.3 / 3.3 / 7.9 on Satellite,
+        whose classes differ in size; refitted on 616 states of seven data
+        sets (``benchmarks/bench_target_scale.py``) it was 0.33 points below
+        targets of one on average. See the README's *Target scales*.
     max_iter : int, default=100
         Maximum Newton iterations (``logistic``, ``probit``, ``ce``; for
         ``ce`` this counts the cheap chord steps that reuse a factored
@@ -746,7 +744,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         "tau": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "gamma": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "class_weight": [StrOptions({"auto", "balanced"}), dict, None],
-        "target_scale": [StrOptions({"auto", "sqrt", "balanced"}), None],
+        "target_scale": [StrOptions({"sqrt", "balanced"}), None],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "warm_start": ["boolean"],
@@ -773,7 +771,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         tau="auto",
         gamma="auto",
         class_weight="auto",
-        target_scale="auto",
+        target_scale=None,
         max_iter=100,
         tol=1e-10,
         warm_start=True,
@@ -1372,19 +1370,22 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
 
     def _target_scales(self, model, loss, classes, codes):
         """``target_scale_`` of this fit: the scale of each class's targets under
-        ``target_scale`` ("auto" resolved for ``model`` and ``loss``, the resolved
-        ones), from ``codes``, the class code of each distinct labeled node."""
+        ``target_scale`` for ``model`` and ``loss`` (the resolved ones; ones where the
+        fit is not Gaussian), from ``codes``, the class code of each distinct labeled
+        node."""
         target_scale = self.target_scale
-        if target_scale not in (None, "auto") and (
-            not loss.closed_form or model == "poisson"
+        if target_scale is not None and (
+            (self.loss != "auto" and not LOSSES[self.loss].closed_form)
+            or self.model == "poisson"
         ):
             raise ValueError(
                 f"target_scale={target_scale!r} takes the Gaussian losses 'gr' and 'mgr' "
-                f"with the spectral, full or summed model; this fit has loss={loss.name!r} "
-                f"and model={model!r}. Use target_scale='auto' or None, or loss='mgr'."
+                f"(or loss='auto', where it fits mgr) with the spectral, full, summed or "
+                f"auto model; got loss={self.loss!r} and model={self.model!r}. Use "
+                f"target_scale=None, or loss='mgr'."
             )
-        if target_scale == "auto":
-            target_scale = AUTO_TARGET_SCALE if model == "sum" else None
+        if not loss.closed_form or model == "poisson":  # loss="auto"'s ce phase
+            target_scale = None
         return target_scales(codes, classes.size, TARGET_SCALE_POWERS[target_scale])
 
     def _encode(self, loss, codes, n_classes):

@@ -170,6 +170,26 @@ def dense_loo(S, Y, amplitude=None):
     return float(np.sum(-0.5 * np.log(2 * np.pi * v) - r**2 / (2 * v)))
 
 
+def dense_sum_choice(clf, labeled, Y, noise=None):
+    """The grid point ``(tau_s, tau_f, eps, gamma)`` of largest leave-one-out density
+    (:func:`dense_loo`) of the dense summed prior on ``clf``'s graph, with targets ``Y``
+    at the ``labeled`` nodes and noise ``gamma^2 * noise`` (None: ones) there; the
+    grid of ``model="sum"`` (the spectral taus capped at the eigenvalues' median)."""
+    from skmcal.evidence import DEFAULT_TAUS, SUM_EPSILONS, SUM_FULL_TAUS, SUM_GAMMAS
+
+    W, lam, V = clf.graph_.weights, clf.eigenvalues_, clf.eigenvectors_
+    noise = np.ones(len(labeled)) if noise is None else noise
+    table = {}
+    for ts in [t for t in DEFAULT_TAUS if t**2 <= np.median(lam)]:
+        for tf in SUM_FULL_TAUS:
+            for eps in SUM_EPSILONS:
+                Sigma, _, _ = dense_sum_prior(W, lam, V, ts, tf, eps, labeled)
+                K = Sigma[np.ix_(labeled, labeled)]
+                for g in SUM_GAMMAS:
+                    table[ts, tf, eps, g] = dense_loo(K + g**2 * np.diag(noise), Y)
+    return max(table, key=table.get)
+
+
 def full_graph_map(loss, W, labeled, targets, tau, gamma):
     """Dense Newton on the full-graph objective (class-major ``vec(U)`` for multiclass).
 
@@ -541,9 +561,9 @@ def overlapping_blobs(n_classes, seed=0):
 
 
 @functools.cache
-def _look_ahead_fit(loss, setting, class_weight="auto", target_scale="auto"):
+def _look_ahead_fit(loss, setting, class_weight="auto", target_scale=None):
     X, y = overlapping_blobs(2 if loss in BINARY else 3)
-    if class_weight != "auto" or target_scale != "auto":  # unbalanced: a 4th label of class 2
+    if class_weight != "auto" or target_scale is not None:  # unbalanced: a 4th label of class 2
         y = y.copy()
         y[np.flatnonzero(y == -1)[0]] = 2
     # one graph: the look-ahead is a refit on the graph of the fit (no kernel choice)
@@ -557,7 +577,7 @@ def _look_ahead_fit(loss, setting, class_weight="auto", target_scale="auto"):
     return clf, X, y
 
 
-def look_ahead_setup(loss, setting, class_weight="auto", target_scale="auto"):
+def look_ahead_setup(loss, setting, class_weight="auto", target_scale=None):
     """``(clf, BruteForce, posterior)`` of the loss fitted on :func:`overlapping_blobs`
     (three labels per class, whose balanced weights and target scales are all 1); with
     another ``class_weight`` or ``target_scale``, one more label of the first class,

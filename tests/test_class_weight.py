@@ -20,10 +20,6 @@ from scipy.stats import multivariate_normal
 import skmcal.classifier as module
 from skmcal import SpectralGraphClassifier, acquisition
 from skmcal.evidence import (
-    DEFAULT_TAUS,
-    SUM_EPSILONS,
-    SUM_FULL_TAUS,
-    SUM_GAMMAS,
     log_evidence,
     select_hyperparameters,
 )
@@ -36,7 +32,7 @@ from _oracle import (
     assert_close,
     blobs,
     dense_laplacian,
-    dense_loo,
+    dense_sum_choice,
     dense_sum_prior,
     look_ahead_setup,
     plane_knn_graph,
@@ -172,9 +168,6 @@ def _unbalanced(seed=0):
 
 
 def _fit(X, y, **params):
-    """A fit with targets of one unless ``target_scale`` is given (the weights' tests;
-    the scale's are in test_target_scale.py)."""
-    params = {"target_scale": None, **params}
     return SpectralGraphClassifier(kernel="gaussian", n_eigs=10, cache=False, **params).fit(X, y)
 
 
@@ -294,16 +287,10 @@ def test_balanced_sum_model_is_the_dense_weighted_model():
     labeled = np.flatnonzero(y != -1)
     w = 15 / (3 * np.array([2, 4, 9])[y[labeled]])
     Y = np.eye(3)[y[labeled]]
-    table = {}
-    for ts in [t for t in DEFAULT_TAUS if t**2 <= np.median(lam)]:
-        for tf in SUM_FULL_TAUS:
-            for eps in SUM_EPSILONS:
-                Sigma, _, _ = dense_sum_prior(W, lam, V, ts, tf, eps, labeled)
-                K = Sigma[np.ix_(labeled, labeled)]
-                for g in SUM_GAMMAS:
-                    table[ts, tf, eps, g] = dense_loo(K + g**2 * np.diag(1 / w), Y)
     p = clf.sum_prior_
-    assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == max(table, key=table.get)
+    assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == dense_sum_choice(
+        clf, labeled, Y, 1 / w
+    )
     unit = _fit(X, y, loss="mgr", model="sum", class_weight=None)
     assert unit.sum_prior_ != p  # the weights move the choice here
     Sigma, _, _ = dense_sum_prior(W, lam, V, p["tau_s"], p["tau_f"], p["eps"], labeled)

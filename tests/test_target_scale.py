@@ -16,14 +16,13 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 import skmcal.classifier as module
 from skmcal import SpectralGraphClassifier, acquisition
-from skmcal.evidence import DEFAULT_TAUS, SUM_EPSILONS, SUM_FULL_TAUS, SUM_GAMMAS
 from skmcal.losses import LOSSES, target_scales
 
 from _oracle import (
     BINARY,
     assert_close,
     blobs,
-    dense_loo,
+    dense_sum_choice,
     dense_sum_prior,
     look_ahead_setup,
     semi_supervised,
@@ -100,28 +99,20 @@ def test_scaled_spectral_fit_is_the_dense_solve(loss, target_scale):
     assert not np.allclose(unscaled.posterior_.coef, clf.posterior_.coef)
 
 
-def test_default_sum_model_is_the_dense_model_of_square_root_scaled_targets():
-    """model="sum" with target_scale="auto": the grid point of largest leave-one-out
+def test_sum_model_is_the_dense_model_of_square_root_scaled_targets():
+    """model="sum" with target_scale="sqrt": the grid point of largest leave-one-out
     density of the dense summed prior with targets s_c e_c (s_c the square root of
     n / (n_classes n_c)), and its posterior mean."""
     X, y = _unbalanced()
-    clf = _fit(X, y, loss="mgr", model="sum")
+    clf = _fit(X, y, loss="mgr", model="sum", target_scale="sqrt")
     labeled = np.flatnonzero(y != -1)
     s = np.sqrt(COUNTS.sum() / (3 * COUNTS))
     np.testing.assert_allclose(clf.target_scale_, s, rtol=1e-12)
     np.testing.assert_allclose(clf.posterior_.target_scale, s, rtol=1e-12)
     Y = np.eye(3)[y[labeled]] * s[y[labeled]][:, None]
     W, lam, V = clf.graph_.weights, clf.eigenvalues_, clf.eigenvectors_
-    table = {}
-    for ts in [t for t in DEFAULT_TAUS if t**2 <= np.median(lam)]:
-        for tf in SUM_FULL_TAUS:
-            for eps in SUM_EPSILONS:
-                Sigma, _, _ = dense_sum_prior(W, lam, V, ts, tf, eps, labeled)
-                K = Sigma[np.ix_(labeled, labeled)]
-                for g in SUM_GAMMAS:
-                    table[ts, tf, eps, g] = dense_loo(K + g**2 * np.eye(labeled.size), Y)
     p = clf.sum_prior_
-    assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == max(table, key=table.get)
+    assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == dense_sum_choice(clf, labeled, Y)
     Sigma, _, _ = dense_sum_prior(W, lam, V, p["tau_s"], p["tau_f"], p["eps"], labeled)
     K = Sigma[np.ix_(labeled, labeled)] + p["gamma"] ** 2 * np.eye(labeled.size)
     expected = Sigma[:, labeled] @ np.linalg.solve(K, Y)
@@ -156,22 +147,24 @@ def test_look_ahead_scales_the_candidates_pseudo_target(loss, class_weight):
                  rtol=1e-7)  # fmt: skip
 
 
-def test_auto_scales_the_summed_model_only(monkeypatch):
-    """target_scale="auto": the square root with the summed model (model="auto" from
-    AUTO_SUM_MIN_LABELS labels, or model="sum"), ones with the spectral and full ones."""
+def test_scale_applies_where_auto_loss_fits_mgr(monkeypatch):
+    """target_scale="sqrt" with model="auto" and loss="auto": the square root once the
+    summed model (mgr) takes over (AUTO_SUM_MIN_LABELS labels), ones in the spectral
+    phase (ce); the default (None) is ones with every model."""
     X, y = _unbalanced()  # 15 labels
     monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", 10)
     s = np.sqrt(COUNTS.sum() / (3 * COUNTS))
-    summed = _fit(X, y)
+    summed = _fit(X, y, target_scale="sqrt")
     assert (summed.model_, summed.loss_) == ("sum", "mgr")
     np.testing.assert_allclose(summed.target_scale_, s, rtol=1e-12)
+    default = _fit(X, y)
+    assert default.model_ == "sum" and default.posterior_.target_scale is None
+    np.testing.assert_array_equal(default.target_scale_, np.ones(3))
     monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", 50)
-    few = _fit(X, y)
-    assert few.model_ == "spectral"
+    few = _fit(X, y, target_scale="sqrt")
+    assert (few.model_, few.loss_) == ("spectral", "ce")
     np.testing.assert_array_equal(few.target_scale_, np.ones(3))
     assert few.posterior_.target_scale is None
-    full = _fit(X, y, loss="mgr", model="full")
-    np.testing.assert_array_equal(full.target_scale_, np.ones(3))
 
 
 def test_target_scale_errors_name_the_value():
@@ -180,7 +173,8 @@ def test_target_scale_errors_name_the_value():
         _fit(X, y, loss="ce", target_scale="sqrt")
     with pytest.raises(ValueError, match=r"target_scale='balanced' takes .*model='poisson'"):
         _fit(X, y, loss="mgr", model="poisson", target_scale="balanced")
-    with pytest.raises(InvalidParameterError, match="target_scale"):
-        _fit(X, y, target_scale="even")
-    # None and "auto" take every loss and model
+    for bad in ("even", "auto"):
+        with pytest.raises(InvalidParameterError, match="target_scale"):
+            _fit(X, y, target_scale=bad)
+    # None takes every loss and model
     assert _fit(X, y, loss="ce", target_scale=None).target_scale_.tolist() == [1.0] * 3
