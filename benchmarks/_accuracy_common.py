@@ -63,6 +63,16 @@ def read_rows(path: Path) -> list[dict]:
     return rows
 
 
+def start_path(config: Config, name: str, pool, codes, seed: int, trial: int):
+    """``(learner, labeled, rng)`` of an skmcal ``config`` on data set ``name`` at trial
+    ``trial``: started on :func:`initial_labels`, with the trial's tie-break generator
+    (:func:`tie_break_rng`); :func:`query_batch` goes on."""
+    learner = SkmcalLearner(config, pool, codes, DATASETS[name])
+    labeled, rng = initial_labels(codes, seed, trial), tie_break_rng(seed, trial)
+    learner.start(labeled)
+    return learner, labeled, rng
+
+
 def query_batch(learner, labeled, n_nodes, seed, trial, batch, rng) -> np.ndarray:
     """Query batch number ``batch`` of ``BATCH`` nodes among that batch's candidates
     (:func:`candidates`), teach them to ``learner``, and return the labeled nodes."""
@@ -80,7 +90,8 @@ def state_runs(path: Path, columns, key, datasets, strategies, trials, load, run
     whose row key ``(*key, name, strategy, trial)`` is not in the file yet,
     ``run(name, pool, X, codes, strategy, trial, emit)`` is called, ``emit(*values)``
     adding the row ``(*key, name, strategy, trial, *values)`` over ``columns``; a run's
-    rows are appended to the file when it ends. Rows are dicts of strings.
+    rows are appended to the file when it ends. Rows are dicts of strings; with no
+    ``datasets``, the file's rows alone (a report).
     """
     rows = list(csv.DictReader(path.open(encoding="utf-8"))) if path.exists() else []
     width = len(key) + 3

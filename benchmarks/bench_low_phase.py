@@ -60,7 +60,6 @@ accuracy over the states and the worst one-batch drop of each rule).
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from pathlib import Path
 
@@ -73,7 +72,7 @@ import _accuracy_common as common  # noqa: E402
 import bench_accuracy  # noqa: E402
 import bench_mlbench  # noqa: E402
 import bench_synthetic  # noqa: E402
-from _accuracy_common import BATCH, N_START, initial_labels, tie_break_rng  # noqa: E402
+from _accuracy_common import BATCH, N_START  # noqa: E402
 
 from skmcal.classifier import AUTO_REUSE_GROWTH, AUTO_SUM_MIN_LABELS  # noqa: E402
 from skmcal.evidence import LAPLACE_GAMMAS, select_hyperparameters  # noqa: E402
@@ -137,9 +136,7 @@ def run_trial(name, pool, codes, strategy, trial, seed, emit):
 
     ``emit(n_labels, rule, accuracy)`` at every state and rule."""
     config = bench_accuracy.CONFIGS["default" if strategy == "mc" else f"default:{strategy}"]
-    learner = common.SkmcalLearner(config, pool, codes, common.DATASETS[name])
-    labeled, rng = initial_labels(codes, seed, trial), tie_break_rng(seed, trial)
-    learner.start(labeled)
+    learner, labeled, rng = common.start_path(config, name, pool, codes, seed, trial)
     batch, previous = 0, None  # previous: (labels, kernel, (tau, gamma)) of its last search
     while True:
         clf = learner.clf
@@ -242,16 +239,14 @@ def main(argv=None):
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "low_phase.csv"
-    if args.report:
-        rows = list(csv.DictReader(path.open(encoding="utf-8"))) if path.exists() else []
-    else:
 
-        def run(name, pool, X, codes, strategy, trial, emit):
-            run_trial(name, pool, codes, strategy, trial, args.seed, emit)
+    def run(name, pool, X, codes, strategy, trial, emit):
+        run_trial(name, pool, codes, strategy, trial, args.seed, emit)
 
-        rows = common.state_runs(
-            path, COLUMNS, (), args.datasets, args.strategies, args.trials, loader(args), run
-        )
+    datasets = () if args.report else args.datasets
+    rows = common.state_runs(
+        path, COLUMNS, (), datasets, args.strategies, args.trials, loader(args), run
+    )
     table = summarize(rows)
     (args.out / "low_phase.md").write_text(
         "# The first phase's hyperparameter rules on the defaults' path "

@@ -36,7 +36,6 @@ each scale's mean accuracy over the states, per path).
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from pathlib import Path
 
@@ -50,7 +49,7 @@ import bench_accuracy  # noqa: E402
 import bench_low_phase  # noqa: E402
 import bench_mlbench  # noqa: E402
 import bench_synthetic  # noqa: E402
-from _accuracy_common import BATCH, initial_labels, tie_break_rng  # noqa: E402
+from _accuracy_common import BATCH  # noqa: E402
 
 from skmcal.classifier import AUTO_SUM_MIN_LABELS  # noqa: E402
 
@@ -66,9 +65,7 @@ def run_trial(name, pool, X, codes, strategy, trial, seed, stop, every, path, em
     ``AUTO_SUM_MIN_LABELS`` on, for each scale of ``SCALES``."""
     base = {"none": "default", "sqrt": "default-sqrt"}[path]
     config = bench_accuracy.CONFIGS[base if strategy == "mc" else f"{base}:{strategy}"]
-    learner = common.SkmcalLearner(config, pool, codes, common.DATASETS[name])
-    labeled, rng = initial_labels(codes, seed, trial), tie_break_rng(seed, trial)
-    learner.start(labeled)
+    learner, labeled, rng = common.start_path(config, name, pool, codes, seed, trial)
     batch = 0
     while True:
         n = labeled.size
@@ -144,20 +141,17 @@ def main(argv=None):
         p.error(f"--every must be a positive multiple of {BATCH}; got {args.every}")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "target_scale.csv"
-    if args.report:
-        rows = list(csv.DictReader(path.open(encoding="utf-8"))) if path.exists() else []
-    else:
 
-        def run(name, pool, X, codes, strategy, trial, emit):
-            run_trial(
-                name, pool, X, codes, strategy, trial, args.seed, args.stop, args.every,
-                args.path, emit,
-            )  # fmt: skip
-
-        rows = common.state_runs(
-            path, COLUMNS, (args.path,), args.datasets, args.strategies, args.trials,
-            bench_low_phase.loader(args), run,
+    def run(name, pool, X, codes, strategy, trial, emit):
+        run_trial(
+            name, pool, X, codes, strategy, trial, args.seed, args.stop, args.every,
+            args.path, emit,
         )  # fmt: skip
+
+    rows = common.state_runs(
+        path, COLUMNS, (args.path,), () if args.report else args.datasets, args.strategies,
+        args.trials, bench_low_phase.loader(args), run,
+    )  # fmt: skip
     table = summarize(rows)
     (args.out / "target_scale.md").write_text(
         "# The summed model's target scale on active-learning paths "

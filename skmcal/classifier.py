@@ -1027,7 +1027,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         key = (
             id(graph), loss.name, tuple(taus), tuple(gammas), n_nodes, id(start),
             None if weights is None else weights.tobytes(),
-            None if getattr(self, "_fit_scale", None) is None else self._fit_scale.tobytes(),
+            None if self._fit_scale is None else self._fit_scale.tobytes(),
         )  # fmt: skip
         if key not in grids:
             result = select_hyperparameters(
@@ -1391,7 +1391,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     def _encode(self, loss, codes, n_classes):
         """The targets of the labels' class ``codes``, scaled as this fit's
         ``target_scale_`` (:meth:`_target_scales`)."""
-        return loss.encode(codes, n_classes, getattr(self, "_fit_scale", None))
+        return loss.encode(codes, n_classes, self._fit_scale)
 
     def _distinct_labels(self, node_index, labeled, codes, classes, nodes):
         """One label per node: rows of ``X`` on one node count once, and must agree.

@@ -343,10 +343,10 @@ class BruteForce:
         else:
             self.T = (y[labeled][:, None] == self.classes[None, :]).astype(float)
             self.n_classes = self.classes.size
-        self.w = clf.class_weight_[np.searchsorted(self.classes, y[labeled])]
+        codes = np.searchsorted(self.classes, y[labeled])
+        self.w = clf.class_weight_[codes]
         # target_scale_: class c's targets (and pseudo-targets) times s[c]
         self.s = np.asarray(clf.target_scale_, dtype=float)
-        codes = np.searchsorted(self.classes, y[labeled])
         self.T = self.T * (self.s[codes][:, None] if self.T.ndim == 2 else self.s[codes])
         self.coef = np.asarray(clf.posterior_.coef, dtype=float)
         self.X, self.y = X, y
@@ -513,6 +513,21 @@ CLASS_LABELS = np.array([3, 5, 7])
 SETTINGS = {"auto": {}, "custom": {"tau": 0.1, "gamma": 0.3}}
 #: Settings of :func:`look_ahead_setup` (overlapping blobs).
 LOOK_AHEAD_SETTINGS = {"auto": {}, "custom": {"tau": 0.2, "gamma": 0.3}}
+
+
+#: Labels per class of :func:`unbalanced_blobs`.
+UNBALANCED_COUNTS = np.array([2, 4, 9])
+
+
+def unbalanced_blobs(n_classes=3, seed=0):
+    """Blobs of 25 points (classes 0, 1(, 2)) with 2, 4 (and 9) labels:
+    ``(X, y)`` (test_class_weight, test_target_scale)."""
+    X, y_true, _ = blobs(n_classes, 25, centers=[[0, 0], [4, 0], [2, 3.5]][:n_classes],
+                         labels=np.arange(n_classes), n_labeled=1, seed=seed)  # fmt: skip
+    labeled = np.concatenate(
+        [np.flatnonzero(y_true == c)[:n] for c, n in enumerate(UNBALANCED_COUNTS[:n_classes])]
+    )
+    return X, semi_supervised(y_true, labeled)
 
 
 def separated_blobs(n_classes, n_per_class=None, seed=0):

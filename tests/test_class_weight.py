@@ -30,13 +30,12 @@ from skmcal.losses import LOSSES
 from _oracle import (
     BINARY,
     assert_close,
-    blobs,
     dense_laplacian,
     dense_sum_choice,
     dense_sum_prior,
     look_ahead_setup,
     plane_knn_graph,
-    semi_supervised,
+    unbalanced_blobs,
 )
 
 M, N_LABELED, N_CLASSES = 6, 9, 3
@@ -158,22 +157,13 @@ def test_weights_must_be_positive_one_per_row():
 
 
 # ------------------------------------------------------------------ the classifier
-def _unbalanced(seed=0):
-    """Three blobs with 2, 4 and 9 labels (classes 0, 1, 2)."""
-    X, y_true, _ = blobs(3, 25, centers=[[0, 0], [4, 0], [2, 3.5]], labels=np.arange(3),
-                         n_labeled=1, seed=seed)  # fmt: skip
-    labeled = np.r_[np.flatnonzero(y_true == 0)[:2], np.flatnonzero(y_true == 1)[:4],
-                    np.flatnonzero(y_true == 2)[:9]]  # fmt: skip
-    return X, semi_supervised(y_true, labeled)
-
-
 def _fit(X, y, **params):
     return SpectralGraphClassifier(kernel="gaussian", n_eigs=10, cache=False, **params).fit(X, y)
 
 
 @pytest.mark.parametrize("loss", ["mgr", "ce"])
 def test_balanced_classifier_is_the_weighted_fit_at_its_hyperparameters(loss):
-    X, y = _unbalanced()
+    X, y = unbalanced_blobs()
     clf = _fit(X, y, loss=loss, model="spectral", class_weight="balanced")
     counts = np.array([2, 4, 9])
     np.testing.assert_allclose(clf.class_weight_, 15 / (3 * counts), rtol=1e-15)
@@ -194,7 +184,7 @@ def test_balanced_classifier_is_the_weighted_fit_at_its_hyperparameters(loss):
 
 
 def test_auto_class_weight_is_balanced_in_the_spectral_phase_of_the_auto_model(monkeypatch):
-    X, y = _unbalanced()
+    X, y = unbalanced_blobs()
     auto = _fit(X, y)  # model="auto", 15 labels: spectral ce
     assert auto.model_ == "spectral"
     balanced = _fit(X, y, class_weight="balanced")
@@ -222,7 +212,7 @@ def test_auto_class_weight_is_balanced_in_the_spectral_phase_of_the_auto_model(m
 
 
 def test_class_weight_dict_weighs_the_named_classes():
-    X, y = _unbalanced()
+    X, y = unbalanced_blobs()
     clf = _fit(X, y, loss="mgr", model="spectral", class_weight={2: 0.5, 7: 3.0}, tau=0.1,
                gamma=0.5)  # fmt: skip
     np.testing.assert_array_equal(clf.class_weight_, [1.0, 1.0, 0.5])  # 7: no such class
@@ -234,7 +224,7 @@ def test_class_weight_dict_weighs_the_named_classes():
 
 
 def test_class_weight_errors_name_the_value():
-    X, y = _unbalanced()
+    X, y = unbalanced_blobs()
     for model in ("full", "poisson"):
         with pytest.raises(ValueError, match=r"class_weight='balanced' takes the models"):
             _fit(X, y, model=model, class_weight="balanced")
@@ -281,7 +271,7 @@ def test_balanced_sum_model_is_the_dense_weighted_model():
     """class_weight="balanced", model="sum": the grid point of largest leave-one-out density
     of the model with noise gamma^2 / w_j at label j (dense), its latent values, and the
     coefficients' covariance with noise gamma_^2 / w_j + s at the labeled nodes."""
-    X, y = _unbalanced()
+    X, y = unbalanced_blobs()
     clf = _fit(X, y, loss="mgr", model="sum", class_weight="balanced")
     W, lam, V = clf.graph_.weights, clf.eigenvalues_, clf.eigenvectors_
     labeled = np.flatnonzero(y != -1)
@@ -308,7 +298,7 @@ def test_balanced_sum_model_is_the_dense_weighted_model():
 def test_weighted_sum_look_ahead_adds_a_unit_weight_label():
     """The summed model's posterior with weights: a candidate's look-ahead covariance is
     the dense one with the candidate's node added at weight 1 (noise gamma_^2 + s)."""
-    X, y = _unbalanced()
+    X, y = unbalanced_blobs()
     clf = _fit(X, y, loss="mgr", model="sum", class_weight="balanced")
     post, lam, V = clf.posterior_, clf.eigenvalues_, clf.eigenvectors_
     p = clf.sum_prior_

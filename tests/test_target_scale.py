@@ -20,25 +20,13 @@ from skmcal.losses import LOSSES, target_scales
 
 from _oracle import (
     BINARY,
+    UNBALANCED_COUNTS,
     assert_close,
-    blobs,
     dense_sum_choice,
     dense_sum_prior,
     look_ahead_setup,
-    semi_supervised,
+    unbalanced_blobs,
 )
-
-COUNTS = np.array([2, 4, 9])  # labels per class of _unbalanced()
-
-
-def _unbalanced(n_classes=3, seed=0):
-    """Blobs with 2, 4 (and 9) labels per class."""
-    X, y_true, _ = blobs(n_classes, 25, centers=[[0, 0], [4, 0], [2, 3.5]][:n_classes],
-                         labels=np.arange(n_classes), n_labeled=1, seed=seed)  # fmt: skip
-    labeled = np.concatenate(
-        [np.flatnonzero(y_true == c)[:n] for c, n in enumerate(COUNTS[:n_classes])]
-    )
-    return X, semi_supervised(y_true, labeled)
 
 
 def _fit(X, y, **params):
@@ -46,10 +34,10 @@ def _fit(X, y, **params):
 
 
 def test_target_scales_by_hand():
-    codes = np.repeat([0, 1, 2], COUNTS)
-    n, k = COUNTS.sum(), 3
-    np.testing.assert_allclose(target_scales(codes, k, 1.0), n / (k * COUNTS))
-    np.testing.assert_allclose(target_scales(codes, k, 0.5), np.sqrt(n / (k * COUNTS)))
+    codes = np.repeat([0, 1, 2], UNBALANCED_COUNTS)
+    n, k = UNBALANCED_COUNTS.sum(), 3
+    np.testing.assert_allclose(target_scales(codes, k, 1.0), n / (k * UNBALANCED_COUNTS))
+    np.testing.assert_allclose(target_scales(codes, k, 0.5), np.sqrt(n / (k * UNBALANCED_COUNTS)))
     np.testing.assert_array_equal(target_scales(codes, k, 0.0), np.ones(3))
     np.testing.assert_array_equal(target_scales([0, 1, 1, 0], 2, 0.5), np.ones(2))  # even
     with pytest.raises(ValueError, match=r"each of the 3 classes.*\[2, 0, 1\]"):
@@ -78,10 +66,10 @@ def test_encode_and_pseudo_targets_carry_the_class_scale():
 def test_scaled_spectral_fit_is_the_dense_solve(loss, target_scale):
     """The spectral model's MAP at its (tau_, gamma_) with the scaled targets written
     out here; the classifier's scales are the formula's."""
-    X, y = _unbalanced(2 if loss in BINARY else 3)
+    X, y = unbalanced_blobs(2 if loss in BINARY else 3)
     clf = _fit(X, y, loss=loss, model="spectral", target_scale=target_scale)
     k = clf.classes_.size
-    counts = COUNTS[:k]
+    counts = UNBALANCED_COUNTS[:k]
     power = {"sqrt": 0.5, "balanced": 1.0}[target_scale]
     s = (counts.sum() / (k * counts)) ** power
     np.testing.assert_allclose(clf.target_scale_, s, rtol=1e-12)
@@ -103,10 +91,10 @@ def test_sum_model_is_the_dense_model_of_square_root_scaled_targets():
     """model="sum" with target_scale="sqrt": the grid point of largest leave-one-out
     density of the dense summed prior with targets s_c e_c (s_c the square root of
     n / (n_classes n_c)), and its posterior mean."""
-    X, y = _unbalanced()
+    X, y = unbalanced_blobs()
     clf = _fit(X, y, loss="mgr", model="sum", target_scale="sqrt")
     labeled = np.flatnonzero(y != -1)
-    s = np.sqrt(COUNTS.sum() / (3 * COUNTS))
+    s = np.sqrt(UNBALANCED_COUNTS.sum() / (3 * UNBALANCED_COUNTS))
     np.testing.assert_allclose(clf.target_scale_, s, rtol=1e-12)
     np.testing.assert_allclose(clf.posterior_.target_scale, s, rtol=1e-12)
     Y = np.eye(3)[y[labeled]] * s[y[labeled]][:, None]
@@ -124,7 +112,7 @@ def test_full_model_is_linear_in_the_class_scales():
     """model="full", mgr, given tau and gamma: each class's latent values are the
     unscaled fit's times the class's scale (the fit, its class offset included, is
     linear in the targets)."""
-    X, y = _unbalanced()
+    X, y = unbalanced_blobs()
     params = dict(loss="mgr", model="full", tau=0.1, gamma=0.3)
     scaled = _fit(X, y, target_scale="balanced", **params)
     unit = _fit(X, y, target_scale=None, **params)
@@ -151,9 +139,9 @@ def test_scale_applies_where_auto_loss_fits_mgr(monkeypatch):
     """target_scale="sqrt" with model="auto" and loss="auto": the square root once the
     summed model (mgr) takes over (AUTO_SUM_MIN_LABELS labels), ones in the spectral
     phase (ce); the default (None) is ones with every model."""
-    X, y = _unbalanced()  # 15 labels
+    X, y = unbalanced_blobs()  # 15 labels
     monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", 10)
-    s = np.sqrt(COUNTS.sum() / (3 * COUNTS))
+    s = np.sqrt(UNBALANCED_COUNTS.sum() / (3 * UNBALANCED_COUNTS))
     summed = _fit(X, y, target_scale="sqrt")
     assert (summed.model_, summed.loss_) == ("sum", "mgr")
     np.testing.assert_allclose(summed.target_scale_, s, rtol=1e-12)
@@ -168,7 +156,7 @@ def test_scale_applies_where_auto_loss_fits_mgr(monkeypatch):
 
 
 def test_target_scale_errors_name_the_value():
-    X, y = _unbalanced()
+    X, y = unbalanced_blobs()
     with pytest.raises(ValueError, match=r"target_scale='sqrt' takes .*loss='ce'"):
         _fit(X, y, loss="ce", target_scale="sqrt")
     with pytest.raises(ValueError, match=r"target_scale='balanced' takes .*model='poisson'"):
