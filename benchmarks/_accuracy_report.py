@@ -157,7 +157,7 @@ COLORS = {
     "ls": "tab:purple",
     "full-mgr": "tab:brown",
     "poisson": "tab:pink",
-    "default-sqrt": "black",
+    "default-unscaled": "black",
 }
 
 

@@ -109,14 +109,27 @@ CONFIGS: dict[str, Config] = {
         )
         for s in ("vopt", "sopt", "unc", "rand")
     },  # fmt: skip
-    # The defaults with target_scale="sqrt" (the summed model's targets scaled by the
-    # square root of n / (n_classes n_c)), each strategy.
+    # The defaults with targets of one (target_scale=None; "auto" scales the summed
+    # model's by the square root of the counts), each strategy: the defaults before.
     **{
-        f"default-sqrt{'' if s == 'mc' else ':' + s}": Config(
-            "skmcal", s, {"target_scale": "sqrt"},
+        f"default-unscaled{'' if s == 'mc' else ':' + s}": Config(
+            "skmcal", s, {"target_scale": None},
             options={} if s == "rand" else {"batch": DEFAULT_BATCH}, data_graph=False,
         )
         for s in STRATEGIES
+    },  # fmt: skip
+    # The same with targets of one: default-gaussian and default-cosine-k15(:unc) as
+    # they were measured before target_scale="auto".
+    **{
+        f"default-unscaled-{name}": Config(
+            "skmcal", s, {**params, "target_scale": None}, options={"batch": DEFAULT_BATCH},
+            data_graph=False,
+        )
+        for name, s, params in (
+            ("gaussian", "mc", {"kernel": "gaussian"}),
+            ("cosine-k15", "mc", {"kernel": "cosine", "n_neighbors": 15}),
+            ("cosine-k15:unc", "unc", {"kernel": "cosine", "n_neighbors": 15}),
+        )
     },  # fmt: skip
     # The defaults with the Gaussian graph alone (kernel="auto" builds two): what the
     # kernel's choice costs per batch and gains in accuracy.

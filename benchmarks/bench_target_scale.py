@@ -10,14 +10,18 @@ from .697 to .627 over that batch). ``target_scale`` scales class ``c``'s
 targets by ``(n / (n_classes n_c))^p`` (:func:`skmcal.losses.target_scales`).
 
 Along an active-learning path of the defaults (``bench_accuracy.py``'s initial
-labels, candidates and tie breaks) with the target scale ``--path`` (``none``:
-the defaults themselves; ``sqrt``: ``bench_accuracy.py``'s ``default-sqrt``), this
+labels, candidates and tie breaks) with the target scale ``--path`` (``auto``:
+the defaults themselves; ``none``: ``bench_accuracy.py``'s ``default-unscaled``), this
 script refits, at every ``--every`` labels from 50 to ``--stop``, the classifier
 as the path has it (its graph choice, hyperparameters' grids and all) from cold
 with each of the scales (``None``: targets of one, ``"sqrt"``: ``p = 1/2``,
 ``"balanced"``: ``p = 1``), and measures the accuracy on the unlabeled nodes.
 The queries come from the path's classifier, so every scale sees the same
-labels. The results file's rows (``path`` column) came from these commands::
+labels. The results file's rows (``path`` column) came from these commands, at
+d4088a7, where the scale entered the fit's choices (graph, hyperparameters) as well
+and ``target_scale=None`` was the default (``none``: the defaults then, the
+``default-unscaled`` path now; ``sqrt``: the defaults with ``target_scale="sqrt"``
+as it was then)::
 
     python benchmarks/bench_target_scale.py --path sqrt --trials 2 \\
         --datasets digits binary-clusters rare-class imbalanced-blobs
@@ -60,10 +64,10 @@ DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "target_scale"
 
 
 def run_trial(name, pool, X, codes, strategy, trial, seed, stop, every, path, emit):
-    """The path to ``stop`` labels of the defaults with target scale ``path`` (a key of
-    ``SCALES``); ``emit(n_labels, scale, accuracy)`` at every ``every`` labels from
-    ``AUTO_SUM_MIN_LABELS`` on, for each scale of ``SCALES``."""
-    base = {"none": "default", "sqrt": "default-sqrt"}[path]
+    """The path to ``stop`` labels of the defaults with target scale ``path`` ("auto":
+    the defaults, "none": None); ``emit(n_labels, scale, accuracy)`` at every ``every``
+    labels from ``AUTO_SUM_MIN_LABELS`` on, for each scale of ``SCALES``."""
+    base = {"auto": "default", "none": "default-unscaled"}[path]
     config = bench_accuracy.CONFIGS[base if strategy == "mc" else f"{base}:{strategy}"]
     learner, labeled, rng = common.start_path(config, name, pool, codes, seed, trial)
     batch = 0
@@ -125,8 +129,8 @@ def main(argv=None):
     p.add_argument("--stop", type=int, default=150, help="the last state's labels")
     p.add_argument("--every", type=int, default=10, help="labels between measured states")
     p.add_argument(
-        "--path", default="none", choices=["none", "sqrt"],
-        help="the target scale of the path's classifier (none: the defaults)",
+        "--path", default="auto", choices=["auto", "none"],
+        help="the target scale of the path's classifier (auto: the defaults)",
     )  # fmt: skip
     p.add_argument("--data-home", default=None, help="skmcal's data folder (MNIST, Samson)")
     p.add_argument(
@@ -159,7 +163,10 @@ def main(argv=None):
         f"States from {AUTO_SUM_MIN_LABELS} labels every {args.every} labels; accuracy on "
         "the unlabeled nodes of cold refits with each `target_scale`, mean over states "
         "and trials. *path*: the target scale of the classifier whose queries made the "
-        "labels (none: the defaults; sqrt: `bench_accuracy.py`'s `default-sqrt`).\n\n" + table,
+        "labels (auto: the defaults; none: `bench_accuracy.py`'s `default-unscaled`). "
+        "The rows of paths none and sqrt were made at d4088a7, where the scale entered "
+        "the fit's choices too (graph, hyperparameters; now made on targets of one), "
+        'none was the default and sqrt its `target_scale="sqrt"`.\n\n' + table,
         encoding="utf-8",
     )
     print(table)

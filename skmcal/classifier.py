@@ -81,6 +81,22 @@ WEIGHTED = ("spectral", "sum", "auto")
 #: The power of :func:`skmcal.losses.target_scales` of each ``target_scale``.
 TARGET_SCALE_POWERS = {None: 0.0, "sqrt": 0.5, "balanced": 1.0}
 
+#: ``target_scale="auto"``'s scale where the fit is the summed model (``model_ == "sum"``;
+#: targets of one elsewhere). The summed model interpolates its labels (its noise is
+#: small), so class weights do not reach it, and a class the strategy queried more than
+#: its share reaches further: on Fashion-MNIST, where Sigma-opt and V-opt label some
+#: classes two to three times as often as others, its first fit (50 labels) lost up to
+#: 7 points against the balanced spectral model before it. Scaled by the square root of
+#: the counts (the choices of graph and hyperparameters made on targets of one), the
+#: states of the defaults' paths from 45 to 100 labels there (3 strategies, 5 trials)
+#: gained 1.2 (V-opt) and 1.9 (Sigma-opt) points, their worst drop at the handover 7.0
+#: -> 2.7, model change -0.15; on 151 states of seven other data sets (5 strategies,
+#: 50 to 300 labels) +0.24 on average (DNA +0.5 to +5.5, Satellite and rare-class -0.1
+#: to -1.0). The scale used in the choices too (the option as first built) moved the
+#: leave-one-out choice to smoother fits and cost Satellite's uncertainty sampling 3
+#: to 8 points.
+AUTO_TARGET_SCALE = "sqrt"
+
 #: ``model="auto"`` takes the spectral model while the labels number fewer than
 #: this, and the summed prior (spectral + full graph) from there on (with ``gr``/``mgr``, on
 #: at most :data:`~skmcal.classifier.AUTO_SUM_MAX_NODES` nodes). With few labels the spectral
@@ -493,27 +509,26 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         would trade accuracy for balanced accuracy: not the default.
         ``model="full"`` and ``"poisson"`` raise a ``ValueError`` for a
         ``class_weight`` other than "auto" or None.
-    target_scale : {"sqrt", "balanced"} or None, default=None
+    target_scale : {"auto", "sqrt", "balanced"} or None, default="auto"
         With the Gaussian losses (``gr``, ``mgr``), fit each class's labels to
         targets scaled by ``(n_labeled / (n_classes * n_labeled_in_its_class))^p``
         (:func:`skmcal.losses.target_scales`): ``p = 1/2`` with ``"sqrt"``, 1
-        with ``"balanced"``; None (the default): targets of one. Their fit is
+        with ``"balanced"``; None: targets of one. ``"auto"`` (the default):
+        :data:`~skmcal.classifier.AUTO_TARGET_SCALE` (``"sqrt"``) where the
+        fit is the summed model, targets of one elsewhere. Their fit is
         linear in the targets, so a class's latent values scale with its
         targets: with targets of one, the class queried most reaches furthest
         (the regression's mass grows with its count), and a batch of queries
         of one class moves the prediction of nodes that no label is near.
-        Evenly labeled classes fit as without a scale; the query strategies'
-        look-ahead gives a candidate the scale of its pseudo-label's class.
-        With ``loss="auto"`` it applies where the fit takes ``mgr`` (the
-        summed and full models), not to the spectral phase's ``ce``; a Newton
-        ``loss`` or ``model="poisson"`` raise a ``ValueError`` for a scale.
-        Not the default: in ``model="auto"``'s summed phase, ``"sqrt"``
-        lifted uncertainty sampling on Fashion-MNIST by 2.5 / 0.8 / 0.9
-        points at 100 / 200 / 500 labels (``benchmarks/bench_accuracy.py``'s
-        ``default-sqrt`` rows) and cost it 3.3 / 3.3 / 7.9 on Satellite,
-        whose classes differ in size; refitted on 616 states of seven data
-        sets (``benchmarks/bench_target_scale.py``) it was 0.33 points below
-        targets of one on average. See the README's *Target scales*.
+        The fit's choices (kernel, graph scale, tau, gamma, the summed
+        prior's weights) are made on targets of one; the scale then enters
+        the fit, its predictions and the query strategies' look-ahead (a
+        candidate takes the scale of its pseudo-label's class). Evenly
+        labeled classes fit as without a scale. With ``loss="auto"`` it
+        applies where the fit takes ``mgr`` (the summed and full models),
+        not to the spectral phase's ``ce``; a Newton ``loss`` or
+        ``model="poisson"`` raise a ``ValueError`` for a scale other than
+        "auto" or None. See the README's *Target scales*.
     max_iter : int, default=100
         Maximum Newton iterations (``logistic``, ``probit``, ``ce``; for
         ``ce`` this counts the cheap chord steps that reuse a factored
@@ -602,8 +617,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         The weight of each class's labels in the last fit (ones where it
         used none).
     target_scale_ : ndarray of shape (n_classes,)
-        The scale of each class's targets in the last fit (``target_scale``;
-        ones where it used none).
+        The scale of each class's targets in the last fit (``target_scale``,
+        "auto" resolved; ones where it used none).
     tau_, gamma_ : float
         The values used (after resolving "auto"). ``model="sum"``: the
         spectral tau, and the gamma of the unscaled spectral prior with the
@@ -744,7 +759,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         "tau": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "gamma": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "class_weight": [StrOptions({"auto", "balanced"}), dict, None],
-        "target_scale": [StrOptions({"sqrt", "balanced"}), None],
+        "target_scale": [StrOptions({"auto", "sqrt", "balanced"}), None],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "warm_start": ["boolean"],
@@ -771,7 +786,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         tau="auto",
         gamma="auto",
         class_weight="auto",
-        target_scale=None,
+        target_scale="auto",
         max_iter=100,
         tol=1e-10,
         warm_start=True,
@@ -905,7 +920,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                     lambda t: green_block(
                         graph.weights, labeled_nodes, t, tol=self.tol, solver=solver
                     ),
-                    self._encode(loss, codes, n_classes),
+                    loss.encode(codes, n_classes),  # choices on unit targets (_encode)
                     taus,
                     FULL_GAMMAS if gamma is None else (gamma,),
                     offset=offset_direction(graph.weights, labeled_nodes, solver=solver),
@@ -1027,14 +1042,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         key = (
             id(graph), loss.name, tuple(taus), tuple(gammas), n_nodes, id(start),
             None if weights is None else weights.tobytes(),
-            None if self._fit_scale is None else self._fit_scale.tobytes(),
         )  # fmt: skip
         if key not in grids:
             result = select_hyperparameters(
                 loss,
                 graph.eigenvalues,
                 graph.eigenvectors[labeled_nodes],
-                self._encode(loss, codes, n_classes),
+                loss.encode(codes, n_classes),  # choices on unit targets (_encode)
                 taus,
                 gammas,
                 n_nodes=n_nodes,
@@ -1374,7 +1388,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         fit is not Gaussian), from ``codes``, the class code of each distinct labeled
         node."""
         target_scale = self.target_scale
-        if target_scale is not None and (
+        if target_scale not in (None, "auto") and (
             (self.loss != "auto" and not LOSSES[self.loss].closed_form)
             or self.model == "poisson"
         ):
@@ -1382,15 +1396,18 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 f"target_scale={target_scale!r} takes the Gaussian losses 'gr' and 'mgr' "
                 f"(or loss='auto', where it fits mgr) with the spectral, full, summed or "
                 f"auto model; got loss={self.loss!r} and model={self.model!r}. Use "
-                f"target_scale=None, or loss='mgr'."
+                f"target_scale='auto' or None, or loss='mgr'."
             )
+        if target_scale == "auto":
+            target_scale = AUTO_TARGET_SCALE if model == "sum" else None
         if not loss.closed_form or model == "poisson":  # loss="auto"'s ce phase
             target_scale = None
         return target_scales(codes, classes.size, TARGET_SCALE_POWERS[target_scale])
 
     def _encode(self, loss, codes, n_classes):
-        """The targets of the labels' class ``codes``, scaled as this fit's
-        ``target_scale_`` (:meth:`_target_scales`)."""
+        """The targets the model fits to the labels' class ``codes``, scaled as this
+        fit's ``target_scale_`` (:meth:`_target_scales`). The choices of a fit (graph,
+        kernel, scale, hyperparameters) are made on targets of one (``loss.encode``)."""
         return loss.encode(codes, n_classes, self._fit_scale)
 
     def _distinct_labels(self, node_index, labeled, codes, classes, nodes):
@@ -1512,7 +1529,6 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         nodes and 500 labels). ``weights``: the labels' (``class_weight``), each
         label's noise ``gamma^2 / w``; None: unit weights.
         """
-        targets = self._encode(loss, codes, n_classes)
         n_labeled = labeled_nodes.size
         given = self.tau != "auto" and self.gamma != "auto"
         last = getattr(self, "_auto_choice", None) if warm and not given else None
@@ -1520,9 +1536,10 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         if kept and n_labeled < AUTO_REUSE_GROWTH * last[0]:
             graph, (tau_s, tau_f, eps, g) = kept[0], last[1]
         else:
+            unit = loss.encode(codes, n_classes)  # choices on targets of one (_encode)
             searches = [
                 self._sum_search(
-                    graph, labeled_nodes, codes, targets, last, len(candidates) > 1, weights
+                    graph, labeled_nodes, codes, unit, last, len(candidates) > 1, weights
                 )
                 for graph in candidates
             ]
@@ -1530,6 +1547,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             graph, (tau_s, tau_f, eps, g) = candidates[chosen], searches[chosen][0]
             self._auto_choice = (n_labeled, (tau_s, tau_f, eps, g), graph.params)
         solver = solver_for(graph.weights)
+        targets = self._encode(loss, codes, n_classes)
         fit = fit_sum_graph(
             graph.eigenvalues, graph.eigenvectors, graph.weights, labeled_nodes, targets,
             tau_s, tau_f, eps, g, tol=self.tol, solver=solver, label_weights=weights,

@@ -272,7 +272,7 @@ def test_balanced_sum_model_is_the_dense_weighted_model():
     of the model with noise gamma^2 / w_j at label j (dense), its latent values, and the
     coefficients' covariance with noise gamma_^2 / w_j + s at the labeled nodes."""
     X, y = unbalanced_blobs()
-    clf = _fit(X, y, loss="mgr", model="sum", class_weight="balanced")
+    clf = _fit(X, y, loss="mgr", model="sum", class_weight="balanced", target_scale=None)
     W, lam, V = clf.graph_.weights, clf.eigenvalues_, clf.eigenvectors_
     labeled = np.flatnonzero(y != -1)
     w = 15 / (3 * np.array([2, 4, 9])[y[labeled]])
@@ -281,7 +281,7 @@ def test_balanced_sum_model_is_the_dense_weighted_model():
     assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == dense_sum_choice(
         clf, labeled, Y, 1 / w
     )
-    unit = _fit(X, y, loss="mgr", model="sum", class_weight=None)
+    unit = _fit(X, y, loss="mgr", model="sum", class_weight=None, target_scale=None)
     assert unit.sum_prior_ != p  # the weights move the choice here
     Sigma, _, _ = dense_sum_prior(W, lam, V, p["tau_s"], p["tau_f"], p["eps"], labeled)
     K = Sigma[np.ix_(labeled, labeled)] + p["gamma"] ** 2 * np.diag(1 / w)

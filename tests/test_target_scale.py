@@ -65,7 +65,8 @@ def test_encode_and_pseudo_targets_carry_the_class_scale():
 @pytest.mark.parametrize("target_scale", ["sqrt", "balanced"])
 def test_scaled_spectral_fit_is_the_dense_solve(loss, target_scale):
     """The spectral model's MAP at its (tau_, gamma_) with the scaled targets written
-    out here; the classifier's scales are the formula's."""
+    out here; the classifier's scales are the formula's, and (tau_, gamma_) the
+    unscaled fit's (the choice is made on targets of one)."""
     X, y = unbalanced_blobs(2 if loss in BINARY else 3)
     clf = _fit(X, y, loss=loss, model="spectral", target_scale=target_scale)
     k = clf.classes_.size
@@ -82,15 +83,16 @@ def test_scaled_spectral_fit_is_the_dense_solve(loss, target_scale):
     H = np.diag(clf.eigenvalues_ + clf.tau_**2) + P.T @ P / g**2
     np.testing.assert_allclose(clf.posterior_.coef, np.linalg.solve(H, P.T @ T) / g**2,
                                rtol=1e-9, atol=1e-12)  # fmt: skip
-    unscaled = _fit(X, y, loss=loss, model="spectral", target_scale=None, tau=clf.tau_,
-                    gamma=clf.gamma_)  # fmt: skip
+    unscaled = _fit(X, y, loss=loss, model="spectral", target_scale=None)
+    assert (unscaled.tau_, unscaled.gamma_) == (clf.tau_, clf.gamma_)
     assert not np.allclose(unscaled.posterior_.coef, clf.posterior_.coef)
 
 
 def test_sum_model_is_the_dense_model_of_square_root_scaled_targets():
     """model="sum" with target_scale="sqrt": the grid point of largest leave-one-out
-    density of the dense summed prior with targets s_c e_c (s_c the square root of
-    n / (n_classes n_c)), and its posterior mean."""
+    density of the dense summed prior with targets of one (the choice is unscaled),
+    and there the posterior mean of targets s_c e_c (s_c the square root of
+    n / (n_classes n_c)): the unscaled fit's latent values, class c's times s_c."""
     X, y = unbalanced_blobs()
     clf = _fit(X, y, loss="mgr", model="sum", target_scale="sqrt")
     labeled = np.flatnonzero(y != -1)
@@ -100,7 +102,12 @@ def test_sum_model_is_the_dense_model_of_square_root_scaled_targets():
     Y = np.eye(3)[y[labeled]] * s[y[labeled]][:, None]
     W, lam, V = clf.graph_.weights, clf.eigenvalues_, clf.eigenvectors_
     p = clf.sum_prior_
-    assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == dense_sum_choice(clf, labeled, Y)
+    choice = dense_sum_choice(clf, labeled, np.eye(3)[y[labeled]])
+    assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == choice
+    unit = _fit(X, y, loss="mgr", model="sum", target_scale=None)
+    assert unit.sum_prior_ == p | {"amplitude": unit.sum_prior_["amplitude"]}
+    assert_close(clf.posterior_.latent(slice(None)), unit.posterior_.latent(slice(None)) * s,
+                 rtol=1e-7)  # fmt: skip
     Sigma, _, _ = dense_sum_prior(W, lam, V, p["tau_s"], p["tau_f"], p["eps"], labeled)
     K = Sigma[np.ix_(labeled, labeled)] + p["gamma"] ** 2 * np.eye(labeled.size)
     expected = Sigma[:, labeled] @ np.linalg.solve(K, Y)
@@ -138,21 +145,32 @@ def test_look_ahead_scales_the_candidates_pseudo_target(loss, class_weight):
 def test_scale_applies_where_auto_loss_fits_mgr(monkeypatch):
     """target_scale="sqrt" with model="auto" and loss="auto": the square root once the
     summed model (mgr) takes over (AUTO_SUM_MIN_LABELS labels), ones in the spectral
-    phase (ce); the default (None) is ones with every model."""
+    phase (ce); "auto" (the default) is AUTO_TARGET_SCALE with the summed model and
+    ones elsewhere, None ones with every model."""
     X, y = unbalanced_blobs()  # 15 labels
     monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", 10)
     s = np.sqrt(UNBALANCED_COUNTS.sum() / (3 * UNBALANCED_COUNTS))
     summed = _fit(X, y, target_scale="sqrt")
     assert (summed.model_, summed.loss_) == ("sum", "mgr")
     np.testing.assert_allclose(summed.target_scale_, s, rtol=1e-12)
+    assert module.AUTO_TARGET_SCALE == "sqrt"
     default = _fit(X, y)
-    assert default.model_ == "sum" and default.posterior_.target_scale is None
-    np.testing.assert_array_equal(default.target_scale_, np.ones(3))
+    assert default.model_ == "sum"
+    np.testing.assert_allclose(default.target_scale_, s, rtol=1e-12)
+    np.testing.assert_allclose(default.posterior_.target_scale, s, rtol=1e-12)
+    unit = _fit(X, y, target_scale=None)
+    assert unit.model_ == "sum" and unit.posterior_.target_scale is None
+    np.testing.assert_array_equal(unit.target_scale_, np.ones(3))
+    # "auto" outside the summed model: ones (mgr, spectral and full models; ce)
+    for params in ({"loss": "mgr", "model": "spectral"}, {"loss": "mgr", "model": "full"},
+                   {"loss": "ce", "model": "spectral"}, {"model": "poisson"}):  # fmt: skip
+        np.testing.assert_array_equal(_fit(X, y, **params).target_scale_, np.ones(3))
     monkeypatch.setattr(module, "AUTO_SUM_MIN_LABELS", 50)
-    few = _fit(X, y, target_scale="sqrt")
-    assert (few.model_, few.loss_) == ("spectral", "ce")
-    np.testing.assert_array_equal(few.target_scale_, np.ones(3))
-    assert few.posterior_.target_scale is None
+    for scale in ("sqrt", "auto"):
+        few = _fit(X, y, target_scale=scale)
+        assert (few.model_, few.loss_) == ("spectral", "ce")
+        np.testing.assert_array_equal(few.target_scale_, np.ones(3))
+        assert few.posterior_.target_scale is None
 
 
 def test_target_scale_errors_name_the_value():
@@ -161,8 +179,9 @@ def test_target_scale_errors_name_the_value():
         _fit(X, y, loss="ce", target_scale="sqrt")
     with pytest.raises(ValueError, match=r"target_scale='balanced' takes .*model='poisson'"):
         _fit(X, y, loss="mgr", model="poisson", target_scale="balanced")
-    for bad in ("even", "auto"):
+    for bad in ("even", "Auto"):
         with pytest.raises(InvalidParameterError, match="target_scale"):
             _fit(X, y, target_scale=bad)
-    # None takes every loss and model
+    # None and "auto" take every loss and model
     assert _fit(X, y, loss="ce", target_scale=None).target_scale_.tolist() == [1.0] * 3
+    assert _fit(X, y, loss="ce", target_scale="auto").target_scale_.tolist() == [1.0] * 3
