@@ -89,7 +89,7 @@ TARGET_SCALE_POWERS = {None: 0.0, "sqrt": 0.5, "balanced": 1.0}
 #: model before it. With the square root (``benchmarks/bench_accuracy.py``'s
 #: ``default`` against ``default-unscaled`` rows, 5 trials): Fashion-MNIST's worst
 #: one-batch drops 7.0 / 6.0 -> 2.2 / 2.7 (V-opt / Sigma-opt), every strategy's below 4
-#: points, accuracy at 100 / 200 / 500 labels up by 0.6 to 1.9 points with the other
+#: points, accuracy at 100 / 200 / 500 labels up by 0.2 to 1.9 points with the other
 #: strategies (model change +0.4 / -0.8 / -0.5); DNA's model change .756 / .812 / .877
 #: -> .777 / .822 / .879 (3 trials); the benchmark's other sets within 0.5 points;
 #: Satellite, whose queries follow its classes' unequal sizes, 0.1 to 1.1 points lower.
