@@ -32,6 +32,13 @@ as it was then)::
         --datasets satellite rare-class --strategies mc unc vopt \\
         --mlbench-home /usr/lib/R/site-library/mlbench/data
 
+and the rows of path ``auto`` at 0ec06fe (the scale in the fit only, the defaults
+``target_scale="auto"``)::
+
+    python benchmarks/bench_target_scale.py --path auto --trials 2 \\
+        --datasets satellite rare-class dna \\
+        --mlbench-home /usr/lib/R/site-library/mlbench/data
+
 Results under ``results/target_scale`` (or ``--out``): ``target_scale.csv`` (one
 row per state and scale) and ``target_scale.md`` (per data set and strategy,
 each scale's mean accuracy over the states, per path).
