@@ -525,9 +525,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         prior's weights) are made on targets of one; the scale then enters
         the fit, its predictions and the query strategies' look-ahead (a
         candidate takes the scale of its pseudo-label's class). Evenly
-        labeled classes fit as without a scale. With ``loss="auto"`` it
-        applies where the fit takes ``mgr`` (the summed and full models),
-        not to the spectral phase's ``ce``; a Newton ``loss`` or
+        labeled classes fit as without a scale. With ``loss="auto"``, ``"sqrt"``
+        and ``"balanced"`` apply where the fit takes ``mgr`` (the summed and
+        full models), not to the spectral phase's ``ce``; a Newton ``loss`` or
         ``model="poisson"`` raise a ``ValueError`` for a scale other than
         "auto" or None. See the README's *Target scales*.
     max_iter : int, default=100
