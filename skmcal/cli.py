@@ -203,7 +203,7 @@ def _build_parser() -> argparse.ArgumentParser:
         default="auto",
         choices=["auto", "gaussian", "cosine"],
         help="graph kernel; auto: the data set's (the paper's: cosine for samson, else "
-        "gaussian), not the classifier's choice by the evidence",
+        "gaussian), not the classifier's choice by the labels",
     )
     run.add_argument(
         "--n-neighbors",

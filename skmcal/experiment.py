@@ -1479,7 +1479,7 @@ def run_experiment(
     kernel : {"auto", "gaussian", "cosine", "precomputed"}, default="auto"
         "auto": cosine for ``samson``, gaussian otherwise (the paper): the
         experiment reproduces the paper's graphs, so it does not pass the
-        classifier's ``kernel="auto"`` (a choice by the evidence of the labels).
+        classifier's ``kernel="auto"`` (a choice by the labels' leave-one-out predictions).
     n_neighbors : int or "auto", default="auto"
         "auto": 15 for ``samson``, 10 otherwise (the paper).
     n_eigs : int, default=50

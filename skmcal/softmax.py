@@ -238,6 +238,17 @@ class SoftmaxPosterior(LaplacePosterior):
         blocks = np.einsum("ai,cihk,bk->cahb", rows, C4, rows)
         return blocks.reshape(n_c * n, n_c * n)
 
+    def _loo_steps(self, rows, latent, targets, weights):
+        # S_j (I - W_j S_j)^-1 g_j per label, W_j = w_j (diag(pi) - pi pi') / gamma^2
+        n_c, M = self.n_classes, rows.shape[1]
+        C4 = self.cov.reshape(n_c, M, n_c, M)
+        S = np.einsum("acdk,ak->acd", np.einsum("ai,cidk->acdk", rows, C4), rows)
+        G, Pi = self.loss.derivatives(latent, targets, self.gamma)
+        W = (Pi[:, :, None] * np.eye(n_c) - Pi[:, :, None] * Pi[:, None, :]) / self.gamma**2
+        W *= weights[:, None, None]
+        steps = np.linalg.solve(np.eye(n_c) - W @ S, (weights[:, None] * G)[:, :, None])
+        return (S @ steps)[:, :, 0]
+
     def latent_variance(self):
         """Posterior variance of the centred class values ``u_c - mean(u)`` at every node,
         summed over the classes, ``(n_nodes,)``.

@@ -1,8 +1,9 @@
-"""``kernel="auto"``: the graph whose spectral ``ce`` model gives the labels the larger evidence.
+"""``kernel="auto"``: the graph whose spectral ``ce`` model predicts the labels best.
 
 Each fit must equal the fit with the kernel it chose given explicitly, and the
-choice must be the larger of the two evidences computed here on graphs built
-with each kernel.
+choice must be the larger of the two balanced leave-one-out log-likelihoods
+computed here on graphs built with each kernel (each at its grid point of
+largest evidence; each label left out by one Newton step with a dense Hessian).
 """
 
 from __future__ import annotations
@@ -57,33 +58,51 @@ def _taus(graph, few):
     return taus
 
 
-def _evidence(graph, labeled, codes, few=True):
-    """The largest ce evidence of the labels over the grid, by hand (by default that of
-    ``model="auto"`` with few labels; ``few=False``: LAPLACE_GAMMAS)."""
+def _score(X, y, kernel, few=True):
+    """The kernel's score by hand: the grid point of largest ce evidence (by default
+    the grid of ``model="auto"`` with few labels, its balanced weights; ``few=False``:
+    LAPLACE_GAMMAS, unit weights), the explicit spectral ce fit there, each label's
+    latent value without it (``BruteForce.leave_one_out``: one Newton step with the
+    dense Hessian), and the labels' log-likelihood there, each class's labels weighing
+    one over its count."""
+    from _oracle import BruteForce, softmax_rows
+
+    weighting = "balanced" if few else None
+    graph = SpectralGraphClassifier(kernel=kernel, n_eigs=N_EIGS).fit(X, y).graph_
+    labeled = np.flatnonzero(y != -1)
+    codes = np.unique(y[labeled], return_inverse=True)[1]
+    n_classes = codes.max() + 1
+    counts = np.bincount(codes)
+    weights = (codes.size / (n_classes * counts))[codes] if few else None
     loss = LOSSES["ce"]
-    _, _, table = select_hyperparameters(
-        loss, graph.eigenvalues, graph.eigenvectors[labeled], loss.encode(codes, codes.max() + 1),
+    tau, gamma, _ = select_hyperparameters(
+        loss, graph.eigenvalues, graph.eigenvectors[labeled], loss.encode(codes, n_classes),
         _taus(graph, few), module.AUTO_FEW_LABELS_GAMMAS if few else LAPLACE_GAMMAS,
-        n_nodes=graph.n_nodes,
+        n_nodes=graph.n_nodes, weights=weights,
     )  # fmt: skip
-    return table.max()
+    clf = SpectralGraphClassifier(
+        "ce", model="spectral", kernel=kernel, n_eigs=N_EIGS, tau=tau, gamma=gamma,
+        class_weight=weighting,
+    ).fit(X, y)  # fmt: skip
+    brute = BruteForce(clf, X, y)
+    latent = np.array([brute.leave_one_out(j) for j in range(labeled.size)])
+    p = softmax_rows(latent / gamma)[np.arange(labeled.size), codes]
+    return float(np.sum(np.log(p) / (n_classes * counts[codes])))
 
 
 @pytest.mark.parametrize(("data", "expected"), [(_rays, "cosine"), (_along_a_ray, "gaussian")])
 @pytest.mark.parametrize("loss", ["auto", "mgr", "probit"])
-def test_auto_kernel_is_the_one_of_larger_evidence_and_fits_as_it(data, expected, loss):
+def test_auto_kernel_is_the_one_of_larger_score_and_fits_as_it(data, expected, loss):
     X, y_true, labeled = data()
     y = _labels(y_true, labeled)
     explicit = {
         kernel: SpectralGraphClassifier(loss, kernel=kernel, n_eigs=N_EIGS).fit(X, y)
         for kernel in ("gaussian", "cosine")
     }
-    evidence = {
-        kernel: _evidence(clf.graph_, labeled, y_true[labeled]) for kernel, clf in explicit.items()
-    }
+    score = {kernel: _score(X, y, kernel) for kernel in explicit}
     auto = SpectralGraphClassifier(loss, n_eigs=N_EIGS).fit(X, y)
     assert auto.kernel == "auto"
-    assert auto.kernel_ == max(evidence, key=evidence.get) == expected
+    assert auto.kernel_ == max(score, key=score.get) == expected
     chosen = explicit[expected]
     assert auto.graph_ is chosen.graph_  # the cached graph of that kernel
     assert (auto.tau_, auto.gamma_) == (chosen.tau_, chosen.gamma_)
@@ -92,28 +111,36 @@ def test_auto_kernel_is_the_one_of_larger_evidence_and_fits_as_it(data, expected
     assert np.mean(auto.transduction_ == y_true) > 0.9
 
 
-def test_the_kernels_evidence_takes_the_gammas_of_the_fit():
+def test_the_kernels_score_takes_the_grid_and_weights_of_the_fit():
     """``model="auto"`` with few labels compares the graphs on its grid
-    (AUTO_FEW_LABELS_GAMMAS, taus of AUTO_FEW_LABELS_MAX_SHARE), ``model="spectral"``
-    over LAPLACE_GAMMAS; on labels the graphs do not fit (three
-    blobs, labels shuffled) the two grids choose different graphs."""
+    (AUTO_FEW_LABELS_GAMMAS, taus of AUTO_FEW_LABELS_MAX_SHARE) with its balanced
+    weights, ``model="spectral"`` over LAPLACE_GAMMAS with unit weights, on labels the
+    graphs do not fit (three blobs, labels shuffled): each fit's scores (recorded) are
+    those by hand of its own grid and weights, which differ from the other's."""
     from _oracle import blobs
 
     centers = [[0.0, 0.0], [4.0, 0.0], [2.0, 3.5]]
     X, y_true, labeled = blobs(3, 30, centers=centers, labels=np.arange(3), n_labeled=8, seed=2)
     y_true = np.random.RandomState(2).permutation(y_true)
     y = _labels(y_true, labeled)
-    graphs = {
-        kernel: SpectralGraphClassifier(kernel=kernel, n_eigs=N_EIGS).fit(X, y).graph_
-        for kernel in ("gaussian", "cosine")
-    }
-    chosen = {}
-    for model, few in (("auto", True), ("spectral", False)):
-        clf = SpectralGraphClassifier("ce", model=model, n_eigs=N_EIGS).fit(X, y)
-        evidence = {k: _evidence(g, labeled, y_true[labeled], few) for k, g in graphs.items()}
-        assert clf.kernel_ == max(evidence, key=evidence.get)
-        chosen[model] = clf.kernel_
-    assert chosen["auto"] != chosen["spectral"]
+    recorded = {}
+    score_of = module.SpectralGraphClassifier._kernel_score
+
+    def recording(self, graph, *args):
+        value = score_of(self, graph, *args)
+        recorded[graph.params.kernel] = value
+        return value
+
+    by_hand = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module.SpectralGraphClassifier, "_kernel_score", recording)
+        for model, few in (("auto", True), ("spectral", False)):
+            clf = SpectralGraphClassifier("ce", model=model, n_eigs=N_EIGS).fit(X, y)
+            by_hand[model] = {k: _score(X, y, k, few) for k in ("gaussian", "cosine")}
+            for kernel, value in by_hand[model].items():
+                np.testing.assert_allclose(recorded[kernel], value, rtol=1e-8)
+            assert clf.kernel_ == max(by_hand[model], key=by_hand[model].get)
+    assert by_hand["auto"]["cosine"] != pytest.approx(by_hand["spectral"]["cosine"], rel=1e-3)
 
 
 def test_auto_kernel_is_gaussian_beyond_the_node_limit_or_with_a_neighbors_estimator(
@@ -154,13 +181,13 @@ def test_warm_refits_reuse_the_choice_until_the_labels_grow(monkeypatch):
     X, y_true, labeled = _rays()
     order = np.random.RandomState(0).permutation(np.setdiff1d(np.arange(y_true.size), labeled))
     calls = []
-    evidence = module.SpectralGraphClassifier._kernel_evidence
+    score = module.SpectralGraphClassifier._kernel_score
 
     def counting(self, graph, nodes, codes, n_classes, *rest):
         calls.append((graph.params.kernel, nodes.size))
-        return evidence(self, graph, nodes, codes, n_classes, *rest)
+        return score(self, graph, nodes, codes, n_classes, *rest)
 
-    monkeypatch.setattr(module.SpectralGraphClassifier, "_kernel_evidence", counting)
+    monkeypatch.setattr(module.SpectralGraphClassifier, "_kernel_score", counting)
     sizes = [labeled.size + step for step in range(6)]
     warm = SpectralGraphClassifier(n_eigs=N_EIGS)
     for size in sizes:
@@ -189,7 +216,7 @@ def test_auto_kernel_parameter_is_validated():
 
 @pytest.mark.parametrize(("loss", "grids"), [("ce", 2), ("auto", 2), ("mgr", 3)])
 def test_the_chosen_graph_shares_its_grid_with_tau_and_gamma(monkeypatch, loss, grids):
-    """Spectral ce with tau, gamma "auto": the kernel's evidence on the chosen graph is the
+    """Spectral ce with tau, gamma "auto": the kernel's grid on the chosen graph is the
     hyperparameters' grid, computed once (two grids per fit, not three)."""
     X, y_true, labeled = _rays()
     calls = []

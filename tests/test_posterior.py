@@ -152,3 +152,34 @@ def test_class_reductions_are_kronecker_products():
     np.testing.assert_allclose(project_classes(X, E), W.T @ X @ W, atol=1e-14)
     np.testing.assert_allclose(E.T @ E, np.eye(3), atol=1e-15)
     np.testing.assert_allclose(E.sum(axis=0), 0.0, atol=1e-15)
+
+
+# ------------------------------------------------------------ leave-one-out
+@pytest.mark.parametrize("class_weight", ["auto", "balanced"])
+@pytest.mark.parametrize("loss", ALL_LOSSES)
+def test_loo_latent_is_one_newton_step_without_the_label(loss, class_weight):
+    """Each labeled node's leave-one-out latent value: one Newton step from the MAP of
+    the objective without its label, with that objective's dense Hessian (gr / mgr: the
+    exact refit on the other labels); with the balanced weights of an unbalanced label
+    set too."""
+    clf, bf, posterior = look_ahead_setup(loss, "custom", class_weight)
+    codes = np.searchsorted(clf.classes_, bf.y[bf.labeled])
+    weights = clf.class_weight_[codes]
+    if class_weight == "balanced":
+        assert np.ptp(weights) > 0  # the weights differ: they enter
+    targets = posterior.loss.encode(codes, clf.classes_.size)
+    loo = posterior.loo_latent(clf.labeled_nodes_, targets, weights)
+    order = np.searchsorted(bf.labeled, clf.labeled_nodes_)
+    expected = np.array([bf.leave_one_out(j) for j in order])
+    np.testing.assert_allclose(loo, expected, rtol=1e-8, atol=1e-10)
+    latent = posterior.latent(clf.labeled_nodes_)
+    assert np.abs(loo - latent).max() > 1e-3  # leaving a label out moves its value
+
+
+def test_loo_latent_refuses_a_full_graph_mean():
+    clf, _, posterior = look_ahead_setup("mgr", "custom")
+    from dataclasses import replace
+
+    shifted = replace(posterior, base=np.zeros((posterior.eigenvectors.shape[0], 3)))
+    with pytest.raises(ValueError, match="spectral model"):
+        shifted.loo_latent(clf.labeled_nodes_, np.eye(3)[[0, 1, 2]], None)
