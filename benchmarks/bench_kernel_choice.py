@@ -1,11 +1,13 @@
-"""Does the evidence pick the better graph? ``kernel="auto"`` against each kernel.
+"""Does ``kernel="auto"`` pick the better graph? Its rule and the evidence, against each kernel.
 
 For each data set, number of labels (the benchmark's 20 initial labels of a
-trial, then random extra ones) and trial: the largest ``ce`` log evidence of
-the labels under the spectral model of the Gaussian and of the cosine graph
-(``SpectralGraphClassifier._kernel_evidence``, what ``kernel="auto"``
-compares), the kernel that ``kernel="auto"`` chose, and the accuracy on the
-unlabeled nodes of the spectral ``ce`` fit on each graph. The graphs are
+trial, then random extra ones) and trial, under the spectral ``ce`` model of
+the Gaussian and of the cosine graph: the largest log evidence of the labels
+over the fit's grid (the rule of ``kernel="auto"`` before 2026-11-28's sixth
+session), the balanced leave-one-out log-likelihood of the labels at that
+grid point (``SpectralGraphClassifier._kernel_score``, what ``kernel="auto"``
+compares now), the kernel that ``kernel="auto"`` chose, and the accuracy on
+the unlabeled nodes of the spectral ``ce`` fit on each graph. The graphs are
 ``n_neighbors=10`` with the classifier's defaults; ``kernel="auto"`` ignores
 its node limit here (Fashion-MNIST's 70,000 nodes are above it) so that the
 choice can be compared on every data set.
@@ -36,6 +38,8 @@ from _accuracy_common import DATASETS, initial_labels  # noqa: E402
 
 import skmcal.classifier as classifier  # noqa: E402
 from skmcal import NodeSet, SpectralGraphClassifier  # noqa: E402
+from skmcal.evidence import select_hyperparameters  # noqa: E402
+from skmcal.losses import LOSSES  # noqa: E402
 
 KERNELS = ("gaussian", "cosine")
 #: scikit-learn's bundled data sets (``--sklearn``), as given and standardised, with
@@ -43,7 +47,10 @@ KERNELS = ("gaussian", "cosine")
 SKLEARN_SETS = ("breast_cancer", "wine", "iris")
 PER_CLASS = (2, 5, 10)
 LABELS = (20, 50, 100)
-COLUMNS = ["dataset", "n_labels", "trial", "kernel", "log_evidence", "accuracy", "auto_kernel"]
+COLUMNS = [
+    "dataset", "n_labels", "trial", "kernel", "log_evidence", "loo_score", "accuracy",
+    "auto_kernel",
+]  # fmt: skip
 
 
 def labels_for(codes, n_labels, trial, seed=0):
@@ -55,20 +62,29 @@ def labels_for(codes, n_labels, trial, seed=0):
 
 
 def score_kernels(name, X, codes, labeled, trial, common, writer):
-    """The rows of one trial: each kernel's evidence and accuracy, and auto's choice."""
+    """The rows of one trial: each kernel's evidence, score and accuracy, and auto's choice."""
     unlabeled = np.setdiff1d(np.arange(codes.size), labeled)
     auto = SpectralGraphClassifier(**common).fit(X[labeled], codes[labeled])
     rows = []
     for kernel in KERNELS:
         clf = SpectralGraphClassifier(kernel=kernel, **common).fit(X[labeled], codes[labeled])
-        weights = clf.class_weight_[np.searchsorted(clf.classes_, codes[labeled])]
-        evidence = clf._kernel_evidence(
-            clf.graph_, clf.labeled_nodes_, codes[labeled], int(codes.max()) + 1,
-            few=clf._few_labels(clf.model_, clf.labeled_nodes_.size),
-            weights=None if np.all(weights == 1.0) else weights,
+        local = np.searchsorted(clf.classes_, codes[labeled])
+        weights = clf.class_weight_[local]
+        weights = None if np.all(weights == 1.0) else weights
+        few = clf._few_labels(clf.model_, clf.labeled_nodes_.size)
+        graph, n_classes = clf.graph_, clf.classes_.size
+        ce = LOSSES["ce"]
+        _, _, table = select_hyperparameters(
+            ce, graph.eigenvalues, graph.eigenvectors[clf.labeled_nodes_],
+            ce.encode(local, n_classes), clf._spectral_taus(graph, few),
+            clf._newton_gammas(few), n_nodes=graph.n_nodes, weights=weights,
         )  # fmt: skip
+        score = clf._kernel_score(
+            graph, clf.labeled_nodes_, local, n_classes, few=few, weights=weights
+        )
         accuracy = float(np.mean(clf.transduction_[unlabeled] == codes[unlabeled]))
-        row = [name, labeled.size, trial, kernel, evidence, accuracy, auto.kernel_]
+        row = [name, labeled.size, trial, kernel, float(table.max()), score, accuracy,
+               auto.kernel_]  # fmt: skip
         writer.writerow(row)
         rows.append(row)
     return rows
@@ -86,9 +102,9 @@ def run(name, args, writer):
             labeled = labels_for(codes, n_labels, trial)
             rows += score_kernels(name, X, codes, labeled, trial, common, writer)
             print(f"{name} {n_labels} labels, trial {trial}: "
-                  + "; ".join(f"{r[3]} log evidence {r[4]:.2f}, accuracy {r[5]:.4f}"
-                              for r in rows[-len(KERNELS):])
-                  + f"; auto took {rows[-1][6]} ({time.perf_counter() - started:.1f} s)",
+                  + "; ".join(f"{r[3]} log evidence {r[4]:.2f}, score {r[5]:.3f}, "
+                              f"accuracy {r[6]:.4f}" for r in rows[-len(KERNELS):])
+                  + f"; auto took {rows[-1][7]} ({time.perf_counter() - started:.1f} s)",
                   flush=True)  # fmt: skip
     return rows
 
@@ -118,9 +134,9 @@ def run_sklearn(args, writer):
 
 def table(rows, labels):
     lines = [
-        "| data set | labels | cosine − Gaussian log evidence, per trial | auto took cosine "
-        "| accuracy: Gaussian / cosine / auto's |",
-        "|---|---|---|---|---|",
+        "| data set | labels | cosine − Gaussian log evidence, per trial | cosine − Gaussian "
+        "score, per trial | auto took cosine | accuracy: Gaussian / cosine / auto's |",
+        "|---|---|---|---|---|---|",
     ]
     names = list(dict.fromkeys(r[0] for r in rows))
     for name in names:
@@ -130,12 +146,17 @@ def table(rows, labels):
                 continue
             trials = sorted({r[2] for r in sel})
             ev = {(r[2], r[3]): r[4] for r in sel}
-            acc = {(r[2], r[3]): r[5] for r in sel}
-            took = {r[2]: r[6] for r in sel}
+            sc = {(r[2], r[3]): r[5] for r in sel}
+            acc = {(r[2], r[3]): r[6] for r in sel}
+            took = {r[2]: r[7] for r in sel}
             gaps = ", ".join(f"{ev[(t, 'cosine')] - ev[(t, 'gaussian')]:+.1f}" for t in trials)
+            score_gaps = ", ".join(
+                f"{sc[(t, 'cosine')] - sc[(t, 'gaussian')]:+.2f}" for t in trials
+            )
             auto_acc = np.mean([acc[(t, took[t])] for t in trials])
             lines.append(
-                f"| {name} | {n_labels} | {gaps} | {sum(took[t] == 'cosine' for t in trials)}"
+                f"| {name} | {n_labels} | {gaps} | {score_gaps} | "
+                f"{sum(took[t] == 'cosine' for t in trials)}"
                 f" of {len(trials)} | {np.mean([acc[(t, 'gaussian')] for t in trials]):.3f} / "
                 f"{np.mean([acc[(t, 'cosine')] for t in trials]):.3f} / {auto_acc:.3f} |"
             )
@@ -144,11 +165,14 @@ def table(rows, labels):
 
 def summary(rows, margins=(0.0, 0.5, 1.0, 2.0)):
     """Mean accuracy over the data sets (each the mean of its label counts and trials) of
-    each kernel, of the better of the two in each trial, and of the choice by the
-    evidence with the cosine graph taken only ``margin`` nats ahead (0: ``kernel="auto"``)."""
+    each kernel, of the better of the two in each trial, of the choice by the evidence
+    with the cosine graph taken only ``margin`` nats ahead (0: the rule before), and of
+    the choice by the leave-one-out score (``kernel="auto"``)."""
     groups = {}
-    for name, n_labels, trial, kernel, evidence, accuracy, _ in rows:
-        groups.setdefault(name, {}).setdefault((n_labels, trial), {})[kernel] = (evidence, accuracy)
+    for name, n_labels, trial, kernel, evidence, score, accuracy, _ in rows:
+        groups.setdefault(name, {}).setdefault((n_labels, trial), {})[kernel] = (
+            evidence, accuracy, score,
+        )  # fmt: skip
 
     def mean_over_sets(pick):
         return np.mean([
@@ -175,11 +199,18 @@ def summary(rows, margins=(0.0, 0.5, 1.0, 2.0)):
             return r["cosine" if ahead else "gaussian"][1]
 
         label = (
-            'the evidence (`kernel="auto"`)'
+            "the evidence (the rule before)"
             if margin == 0
             else (f"the evidence, cosine only {margin:g} nats ahead")
         )
         lines.append(f"| {label} | {mean_over_sets(pick):.4f} |")
+
+    def by_score(r):
+        return r["cosine" if r["cosine"][2] > r["gaussian"][2] else "gaussian"][1]
+
+    lines.append(
+        f'| the leave-one-out score (`kernel="auto"`) | {mean_over_sets(by_score):.4f} |'
+    )
     return lines
 
 
@@ -210,7 +241,8 @@ def main(argv=None):
         small = run_sklearn(args, writer) if args.sklearn else []
     command = "python benchmarks/bench_kernel_choice.py " + " ".join(argv or sys.argv[1:])
     text = [
-        "# The evidence's choice of graph (`benchmarks/bench_kernel_choice.py`)",
+        "# The choice of graph: the evidence and the leave-one-out score "
+        "(`benchmarks/bench_kernel_choice.py`)",
         "",
         f'Command: `{command.strip()}`. Spectral `ce` (`tau`, `gamma` "auto"), '
         "`n_neighbors=10`; the labels: a trial's 20 initial labels of "
