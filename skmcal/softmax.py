@@ -242,7 +242,10 @@ class SoftmaxPosterior(LaplacePosterior):
         # S_j (I - W_j S_j)^-1 g_j per label, W_j = w_j (diag(pi) - pi pi') / gamma^2
         n_c, M = self.n_classes, rows.shape[1]
         C4 = self.cov.reshape(n_c, M, n_c, M)
-        S = np.einsum("acdk,ak->acd", np.einsum("ai,cidk->acdk", rows, C4), rows)
+        S = np.empty((rows.shape[0], n_c, n_c))
+        for c in range(n_c):  # one class's row of blocks at a time: O(n n_c M) memory
+            block = (rows @ C4[c].reshape(M, n_c * M)).reshape(rows.shape[0], n_c, M)
+            S[:, c, :] = np.einsum("adk,ak->ad", block, rows)
         G, Pi = self.loss.derivatives(latent, targets, self.gamma)
         W = (Pi[:, :, None] * np.eye(n_c) - Pi[:, :, None] * Pi[:, None, :]) / self.gamma**2
         W *= weights[:, None, None]
