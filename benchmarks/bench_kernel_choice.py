@@ -38,7 +38,6 @@ from _accuracy_common import DATASETS, initial_labels  # noqa: E402
 
 import skmcal.classifier as classifier  # noqa: E402
 from skmcal import NodeSet, SpectralGraphClassifier  # noqa: E402
-from skmcal.evidence import select_hyperparameters  # noqa: E402
 from skmcal.losses import LOSSES  # noqa: E402
 
 KERNELS = ("gaussian", "cosine")
@@ -73,14 +72,14 @@ def score_kernels(name, X, codes, labeled, trial, common, writer):
         weights = None if np.all(weights == 1.0) else weights
         few = clf._few_labels(clf.model_, clf.labeled_nodes_.size)
         graph, n_classes = clf.graph_, clf.classes_.size
-        ce = LOSSES["ce"]
-        _, _, table = select_hyperparameters(
-            ce, graph.eigenvalues, graph.eigenvectors[clf.labeled_nodes_],
-            ce.encode(local, n_classes), clf._spectral_taus(graph, few),
-            clf._newton_gammas(few), n_nodes=graph.n_nodes, weights=weights,
+        grids = {}  # the fit's grid, searched once for the evidence and the score
+        _, _, table, _ = clf._spectral_grid(
+            grids, LOSSES["ce"], graph, clf.labeled_nodes_, local, n_classes,
+            clf._spectral_taus(graph, few), clf._newton_gammas(few), graph.n_nodes, None,
+            weights,
         )  # fmt: skip
         score = clf._kernel_score(
-            graph, clf.labeled_nodes_, local, n_classes, few=few, weights=weights
+            graph, clf.labeled_nodes_, local, n_classes, grids, few=few, weights=weights
         )
         accuracy = float(np.mean(clf.transduction_[unlabeled] == codes[unlabeled]))
         row = [name, labeled.size, trial, kernel, float(table.max()), score, accuracy,
