@@ -3,7 +3,7 @@
 For each data set, number of labels (the benchmark's 20 initial labels of a
 trial, then random extra ones) and trial, under the spectral ``ce`` model of
 the Gaussian and of the cosine graph: the largest log evidence of the labels
-over the fit's grid (the rule of ``kernel="auto"`` before 2026-11-28's sixth
+over the fit's grid (the rule of ``kernel="auto"`` before 2026-11-28's seventh
 session), the balanced leave-one-out log-likelihood of the labels at that
 grid point (``SpectralGraphClassifier._kernel_score``, what ``kernel="auto"``
 compares now), the kernel that ``kernel="auto"`` chose, and the accuracy on
