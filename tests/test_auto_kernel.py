@@ -208,6 +208,36 @@ def test_warm_refits_reuse_the_choice_until_the_labels_grow(monkeypatch):
     assert all(kernel == "cosine" for kernel, _ in calls[1::2])
 
 
+def test_a_warm_re_choice_keeps_the_last_kernel_within_the_margin(monkeypatch):
+    """Scores set by hand: a warm estimator choosing again keeps its last kernel until
+    another beats it by AUTO_KERNEL_MARGIN; a cold fit of the same labels takes the
+    largest score."""
+    X, y_true, labeled = _rays()
+    order = np.random.RandomState(0).permutation(np.setdiff1d(np.arange(y_true.size), labeled))
+    margin = module.AUTO_KERNEL_MARGIN
+    scores = {"gaussian": 0.0, "cosine": 0.1}
+    monkeypatch.setattr(
+        module.SpectralGraphClassifier, "_kernel_score",
+        lambda self, graph, *args: scores[graph.params.kernel],
+    )  # fmt: skip
+    warm = SpectralGraphClassifier(n_eigs=N_EIGS)
+    size = labeled.size
+
+    def fit_both():
+        y = _labels(y_true, np.concatenate([labeled, order[: size - labeled.size]]))
+        cold = SpectralGraphClassifier(n_eigs=N_EIGS, warm_start=False).fit(X, y)
+        return warm.fit(X, y).kernel_, cold.kernel_
+
+    assert fit_both() == ("cosine", "cosine")
+    for gaussian, expected in ((0.1 + 0.8 * margin, "cosine"), (0.1 + 1.2 * margin, "gaussian")):
+        size = int(np.ceil(module.AUTO_REUSE_GROWTH * size))  # the warm estimator re-chooses
+        scores["gaussian"] = gaussian
+        assert fit_both() == (expected, "gaussian")
+    size = int(np.ceil(module.AUTO_REUSE_GROWTH * size))
+    scores["cosine"] = scores["gaussian"] + 0.8 * margin  # ahead, but not by the margin
+    assert fit_both() == ("gaussian", "cosine")
+
+
 def test_auto_kernel_parameter_is_validated():
     X, y_true, labeled = _rays()
     with pytest.raises(ValueError, match="'kernel' parameter"):
