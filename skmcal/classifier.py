@@ -413,15 +413,18 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         non-negative affinity matrix (rows of ``X`` in ``fit`` and
         ``predict`` are rows of affinities to the nodes). The kNN graph is
         symmetrised as ``(W + W') / 2``. ``auto``: the graphs of both
-        kernels, and of the two the one whose spectral model gives the
-        labels the larger evidence (the ``ce`` likelihood's, over the
-        ``tau``/``gamma`` grid of ``"auto"``), on at most
+        kernels, and of the two the one whose spectral ``ce`` model predicts
+        the labels better, each from the others (the balanced leave-one-out
+        log-likelihood of the labels, at the grid point of ``tau="auto"`` and
+        ``gamma="auto"`` of largest evidence), on at most
         :data:`~skmcal.classifier.AUTO_KERNEL_MAX_NODES` (20,000) nodes with ``neighbors=None``;
         the Gaussian kernel on more nodes, with a ``neighbors`` estimator
         (it has its own metric), and where there are no labels to choose
         by (:func:`~skmcal.cold_start`). The cosine graph is not a candidate
         where a node has no positive affinity (a zero row). A warm refit
-        keeps the last choice until the labels grow by a quarter. The choice
+        keeps the last choice until the labels grow by a quarter, and then
+        changes kernel only if the other's score is ahead by
+        :data:`~skmcal.classifier.AUTO_KERNEL_MARGIN`. The choice
         of each fit is in ``kernel_``. It costs a second graph and
         spectrum (5 s for the 10,000 x 784 MNIST test set on 2 cores); see the
         user guide, "The model", for what it chose and gained in
