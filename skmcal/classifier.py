@@ -1164,13 +1164,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         """
         key = (graph.params.key(nodes.digest), n_classes)
         last = getattr(self, "_kernel_choice", None)
-        if (
-            self.warm_start
-            and last is not None
-            and last[0] == key
-            and labeled_nodes.size < AUTO_REUSE_GROWTH * last[1]
-        ):
-            return graph if last[2] == graph.params.kernel else self._kernel_graph(nodes, last[2])
+        kept = last[2] if self.warm_start and last is not None and last[0] == key else None
+        if kept is not None and labeled_nodes.size < AUTO_REUSE_GROWTH * last[1]:
+            return graph if kept == graph.params.kernel else self._kernel_graph(nodes, kept)
         graphs, caught = self._candidate_graphs(nodes, graph)
         start = time.perf_counter()
         score = {
@@ -1180,7 +1176,6 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             for kernel, g in graphs.items()
         }
         chosen = max(score, key=lambda kernel: score[kernel])  # ties: the first
-        kept = last[2] if self.warm_start and last is not None and last[0] == key else None
         if kept in score and score[chosen] < score[kept] + AUTO_KERNEL_MARGIN:
             chosen = kept  # a warm re-choice: another kernel must win by the margin
         logger.log(
