@@ -95,6 +95,8 @@ SPECTRAL_CE = {"loss": "ce", "model": "spectral", "kernel": "gaussian"}
 SPECTRAL_MGR = {"loss": "mgr", "model": "spectral"}
 SPECTRAL_CE_DATA = {"loss": "ce", "model": "spectral"}
 STRATEGIES = ("mc", "vopt", "sopt", "unc", "rand")
+#: Laplace learning (the ``laplace:*`` rows): the full model with ``offset=None``.
+LAPLACE = {"model": "full", "loss": "mgr", "offset": None, "tau": 1e-3, "gamma": 1e-3}
 #: The methods. skmcal: SpectralGraphClassifier(nodes=pool, **params) on the data set's graph.
 CONFIGS: dict[str, Config] = {
     # The classifier's defaults, graph included, with model change and its default batch
@@ -197,6 +199,12 @@ CONFIGS: dict[str, Config] = {
             ("rand", "rand", {}),
             *((f"{s}-greedy", s, {"batch": "greedy"}) for s in ("mc", "vopt", "sopt", "unc")),
         )
+    },
+    # Laplace learning on skmcal's graph: the full model without its free class offset
+    # (offset=None), tau and gamma small: the harmonic extension of the labels.
+    **{
+        f"laplace:{s}": Config("skmcal", s, LAPLACE)
+        for s in ("mc", "unc", "rand")
     },
     # The summed prior (spectral + full graph, weights and taus by its evidence).
     **{

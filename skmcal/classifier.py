@@ -370,10 +370,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         The latent function. ``spectral``: ``u = V alpha`` in the ``n_eigs``
         smallest eigenvectors (the paper). ``full``: the MAP over all nodes,
         no truncation: ``min_u 1/2 u'(L + tau^2 I) u + sum_j loss(u_j, y_j)``
-        with sparse solves (:mod:`skmcal.fullgraph`; ``gr``/``mgr`` with small
-        ``tau`` and ``gamma`` is Laplace learning, here with a free class
-        offset along the null vector of ``L`` left out of the predictions,
-        which keeps a batch of labels of one class from taking over).
+        with sparse solves (:mod:`skmcal.fullgraph`; with ``gr``/``mgr`` a
+        free class offset along the null vector of ``L`` is left out of the
+        predictions, which keeps a batch of labels of one class from taking
+        over; ``offset=None`` with small ``tau`` and ``gamma`` is Laplace
+        learning).
         ``poisson``: Poisson
         learning (Calder et al. 2020; :mod:`skmcal.poisson`; binary losses
         take the difference of the two class scores). ``sum`` (``gr`` and
@@ -544,6 +545,26 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         full models), not to the spectral phase's ``ce``; a Newton ``loss`` or
         ``model="poisson"`` raise a ``ValueError`` for a scale other than
         "auto" or None. See the README's *Target scales*.
+    offset : {"auto", "free"} or None, default="auto"
+        The class offset of ``model="full"`` with ``gr``/``mgr``. ``"free"``:
+        each class's targets less their least-squares projection on the
+        labeled nodes' entries of ``D^1/2 1`` (the null vector of ``L``), the
+        offset left out of the latent values
+        (:func:`skmcal.fullgraph.fit_full_graph`'s ``free_offset``; ``tau``
+        and ``gamma`` "auto" by the evidence with that offset integrated
+        out): with few labels, a batch of one class cannot take over the
+        nodes far from every label, whose values the offset would set.
+        None: no offset apart, the prior alone, as the spectral and summed
+        models; with small ``tau`` and ``gamma`` the fit is then Laplace
+        learning's harmonic extension (Zhu et al. 2003), the labels' values
+        held and their weighted averages elsewhere. ``"auto"`` (the default):
+        ``"free"`` where the fit is the full model with ``gr``/``mgr``, None
+        elsewhere. ``"free"`` with another model or a Newton ``loss`` raises
+        a ``ValueError``. Measured with uncertainty sampling in
+        ``benchmarks/bench_accuracy.py`` (``laplace:*`` against
+        ``full-mgr:*``): None gained on Samson and Binary-Clusters from 100
+        labels on and cost MNIST-test 7 points at 50; see the user guide,
+        "Choosing a loss and a strategy".
     max_iter : int, default=100
         Maximum Newton iterations (``logistic``, ``probit``, ``ce``; for
         ``ce`` this counts the cheap chord steps that reuse a factored
@@ -775,6 +796,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         "gamma": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "class_weight": [StrOptions({"auto", "balanced"}), dict, None],
         "target_scale": [StrOptions({"auto", "sqrt", "balanced"}), None],
+        "offset": [StrOptions({"auto", "free"}), None],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "warm_start": ["boolean"],
@@ -802,6 +824,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         gamma="auto",
         class_weight="auto",
         target_scale="auto",
+        offset="auto",
         max_iter=100,
         tol=1e-10,
         warm_start=True,
@@ -825,6 +848,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         self.gamma = gamma
         self.class_weight = class_weight
         self.target_scale = target_scale
+        self.offset = offset
         self.max_iter = max_iter
         self.tol = tol
         self.warm_start = warm_start
@@ -938,7 +962,10 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                     loss.encode(codes, n_classes),  # choices on unit targets (_encode)
                     taus,
                     FULL_GAMMAS if gamma is None else (gamma,),
-                    offset=offset_direction(graph.weights, labeled_nodes, solver=solver),
+                    offset=(
+                        offset_direction(graph.weights, labeled_nodes, solver=solver)
+                        if self._free_offset(model, loss) else None
+                    ),
                 )
                 self._auto_choice = (n_labeled, tau, gamma)
                 return tau, gamma, None
@@ -1305,6 +1332,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         class_weight = self._class_weights(model, classes, codes)
         weights = None if np.all(class_weight == 1.0) else class_weight[codes]
         target_scale = self._target_scales(model, loss, classes, codes)
+        self._free_offset(model, loss)  # offset="free" with another model: a ValueError
         # every target this fit encodes (grids, kernel choice, fit, look-aheads) is scaled
         self._fit_scale = None if np.all(target_scale == 1.0) else target_scale
         graph = self._cached_graph(nodes, self._graph_params(nodes.n_nodes))
@@ -1312,7 +1340,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         def signature_on(g):  # warm start only where the previous fit used this graph content
             return (
                 g.params.key(nodes.digest), model, loss_name, tuple(classes.tolist()),
-                self.tau, self.gamma,
+                self.tau, self.gamma, self.offset,
             )  # fmt: skip
 
         def grid_start_on(g):  # the start of tau/gamma's grid on g where it is the kernel's
@@ -1437,6 +1465,19 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             target_scale = None
         return target_scales(codes, classes.size, TARGET_SCALE_POWERS[target_scale])
 
+    def _free_offset(self, model, loss):
+        """Whether this fit (``model`` and ``loss`` resolved) fits the class offset
+        apart and leaves it out of the latent values (``offset``)."""
+        if self.offset == "free" and (
+            self.model != "full" or (self.loss != "auto" and not LOSSES[self.loss].closed_form)
+        ):
+            raise ValueError(
+                f"offset='free' takes model='full' with the Gaussian losses 'gr' and 'mgr' "
+                f"(or loss='auto', where it fits mgr); got model={self.model!r} and "
+                f"loss={self.loss!r}. Use offset='auto' or None, or model='full'."
+            )
+        return self.offset is not None and model == "full" and loss.closed_form
+
     def _encode(self, loss, codes, n_classes):
         """The targets the model fits to the labels' class ``codes``, scaled as this
         fit's ``target_scale_`` (:meth:`_target_scales`). The choices of a fit (graph,
@@ -1510,11 +1551,12 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             solution = fit_full_graph(
                 loss, graph.weights, labeled_nodes, targets, tau, gamma,
                 init=None if previous is None else previous.base,
-                tol=self.tol, max_iter=self.max_iter, free_offset=loss.closed_form,
+                tol=self.tol, max_iter=self.max_iter,
+                free_offset=self._free_offset(model, loss),
             )  # fmt: skip
             latent, n_iter, converged = solution.latent, solution.n_iter, solution.converged
         offset, nugget = None, 0.0
-        if model == "full" and loss.closed_form:  # the offset fit_full_graph removed
+        if self._free_offset(model, loss):  # the offset fit_full_graph removed
             offset = (
                 offset_direction(graph.weights, np.arange(graph.n_nodes)),
                 class_offset(graph.weights, labeled_nodes, targets),
