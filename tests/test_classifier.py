@@ -58,6 +58,7 @@ TESTED_PARAMETERS = {
     "gamma",  # test_mgr_coef_matches_closed_form, test_newton_map_*
     "class_weight",  # tests/test_class_weight.py
     "target_scale",  # tests/test_target_scale.py
+    "offset",  # tests/test_offset.py
     "max_iter",  # test_small_max_iter_warns_convergence
     "tol",  # test_looser_tol_takes_fewer_iterations
     "warm_start",  # test_warm_start_*, test_refit_with_new_class_under_warm_start
