@@ -562,9 +562,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         elsewhere. ``"free"`` with another model or a Newton ``loss`` raises
         a ``ValueError``. Measured with uncertainty sampling in
         ``benchmarks/bench_accuracy.py`` (``laplace:*`` against
-        ``full-mgr:*``): None gained on Samson and Binary-Clusters from 100
-        labels on and cost MNIST-test 7 points at 50; see the user guide,
-        "Choosing a loss and a strategy".
+        ``full-mgr:*``): None gained on Samson from 100 labels on and on
+        Binary-Clusters at 100 and 200, and cost MNIST-test 11 points at 50;
+        see the user guide, "Choosing a loss and a strategy".
     max_iter : int, default=100
         Maximum Newton iterations (``logistic``, ``probit``, ``ce``; for
         ``ce`` this counts the cheap chord steps that reuse a factored
@@ -1561,6 +1561,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 offset_direction(graph.weights, np.arange(graph.n_nodes)),
                 class_offset(graph.weights, labeled_nodes, targets),
             )
+        if model == "full" and loss.closed_form:
             nugget = remainder_variance(graph.eigenvalues, graph.weights, tau)
         return posterior_around(
             loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma, latent,

@@ -146,3 +146,16 @@ def test_offset_values_are_validated():
     X, y, _, _ = _data()
     with pytest.raises(ValueError, match="offset"):
         SpectralGraphClassifier(model="full", offset="none").fit(X, y)
+
+
+def test_the_covariance_does_not_depend_on_the_offset():
+    """The query strategies' covariance (spectral part and remainder, ``nugget``) is the
+    prior's and the labels': the same with and without the offset apart."""
+    X, y, _, _ = _data()
+    params = {"model": "full", "tau": 0.05, "gamma": 0.2, "n_eigs": 20}
+    free = SpectralGraphClassifier("mgr", offset="free", **params).fit(X, y).posterior_
+    none = SpectralGraphClassifier("mgr", offset=None, **params).fit(X, y).posterior_
+    assert free.nugget > 0
+    assert none.nugget == free.nugget
+    np.testing.assert_allclose(none.cov, free.cov, rtol=1e-12)
+    assert none.offset_direction is None and free.offset_direction is not None
