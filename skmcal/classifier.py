@@ -1536,6 +1536,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         targets = self._encode(loss, codes, n_classes)
         prior = graph.eigenvalues + tau**2
         n_threads = self._n_threads()
+        free_offset = self._free_offset(model, loss)
         if model == "spectral":
             return fit_posterior(
                 loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma,
@@ -1551,12 +1552,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             solution = fit_full_graph(
                 loss, graph.weights, labeled_nodes, targets, tau, gamma,
                 init=None if previous is None else previous.base,
-                tol=self.tol, max_iter=self.max_iter,
-                free_offset=self._free_offset(model, loss),
+                tol=self.tol, max_iter=self.max_iter, free_offset=free_offset,
             )  # fmt: skip
             latent, n_iter, converged = solution.latent, solution.n_iter, solution.converged
         offset, nugget = None, 0.0
-        if self._free_offset(model, loss):  # the offset fit_full_graph removed
+        if free_offset:  # the offset fit_full_graph removed
             offset = (
                 offset_direction(graph.weights, np.arange(graph.n_nodes)),
                 class_offset(graph.weights, labeled_nodes, targets),

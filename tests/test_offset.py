@@ -14,7 +14,9 @@ from sklearn.datasets import make_blobs
 
 from skmcal import SpectralGraphClassifier
 from skmcal.evidence import FULL_GAMMAS, FULL_TAUS
-from skmcal.fullgraph import normalized_laplacian
+from skmcal.losses import LOSSES
+
+from _oracle import dense_laplacian, full_graph_map
 
 N, N_CLASSES = 150, 3
 
@@ -27,23 +29,14 @@ def _data(n_labeled=12, seed=4):
     return X, y, y_true, labeled
 
 
-def _dense_map(W, labeled, Y, tau, gamma):
-    L = normalized_laplacian(W).toarray()
-    Q = L + tau**2 * np.eye(N)
-    Q[labeled, labeled] += 1.0 / gamma**2
-    B = np.zeros((N, Y.shape[1]))
-    B[labeled] = Y / gamma**2
-    return np.linalg.solve(Q, B)
-
-
 @pytest.mark.parametrize(("tau", "gamma"), [(0.1, 0.5), (0.01, 0.1)])
 def test_no_offset_is_the_dense_gaussian_map(tau, gamma):
     X, y, y_true, labeled = _data()
     clf = SpectralGraphClassifier(
         "mgr", model="full", offset=None, tau=tau, gamma=gamma, n_eigs=20
     ).fit(X, y)
-    expected = _dense_map(clf.graph_.weights, labeled, np.eye(N_CLASSES)[y_true[labeled]], tau,
-                          gamma)  # fmt: skip
+    expected = full_graph_map(LOSSES["mgr"], clf.graph_.weights, labeled,
+                              np.eye(N_CLASSES)[y_true[labeled]], tau, gamma)  # fmt: skip
     latent = clf.posterior_.latent(np.arange(N))
     np.testing.assert_allclose(latent, expected, atol=1e-8 * np.abs(expected).max())
     np.testing.assert_array_equal(clf.transduction_, expected.argmax(axis=1))
@@ -60,7 +53,7 @@ def test_no_offset_with_small_tau_and_gamma_is_the_harmonic_extension():
     clf = SpectralGraphClassifier(
         "mgr", model="full", offset=None, tau=1e-3, gamma=1e-3, n_eigs=20
     ).fit(X, y)
-    L = normalized_laplacian(clf.graph_.weights).toarray()
+    L = dense_laplacian(clf.graph_.weights)
     free = np.setdiff1d(np.arange(N), labeled)
     Y = np.eye(N_CLASSES)[y_true[labeled]]
     harmonic = np.zeros((N, N_CLASSES))
@@ -92,7 +85,7 @@ def test_no_offset_choice_is_the_dense_evidence_maximum():
     offset (the amplitude profiled), from dense Green's blocks."""
     X, y, y_true, labeled = _data()
     clf = SpectralGraphClassifier("mgr", model="full", offset=None, n_eigs=20).fit(X, y)
-    L = normalized_laplacian(clf.graph_.weights).toarray()
+    L = dense_laplacian(clf.graph_.weights)
     Y = np.eye(N_CLASSES)[y_true[labeled]]
     n, k = Y.shape
     table = {}
