@@ -136,12 +136,29 @@ def dense_laplacian(W):
     return np.eye(W.shape[0]) - s[:, None] * W * s[None, :]
 
 
+def dense_green(W, tau):
+    """``(L + tau^2 I)^-1`` by a dense inverse: the full graph's prior covariance (its
+    columns are the Green's columns of :func:`skmcal.fullgraph.green_block`)."""
+    return np.linalg.inv(dense_laplacian(W) + tau**2 * np.eye(W.shape[0]))
+
+
+def harmonic_extension(W, labeled, targets):
+    """Laplace learning (Zhu et al. 2003): the labels' values held at their nodes,
+    ``L_uu u_u = -L_ul y`` at the others."""
+    L = dense_laplacian(W)
+    free = np.setdiff1d(np.arange(W.shape[0]), labeled)
+    u = np.zeros((W.shape[0],) + np.shape(targets)[1:])
+    u[labeled] = targets
+    u[free] = np.linalg.solve(L[np.ix_(free, free)], -L[np.ix_(free, labeled)] @ targets)
+    return u
+
+
 def dense_sum_prior(W, lam, V, tau_s, tau_f, eps, labeled):
     """``(Sigma, c_s, c_f)``: the summed prior of ``model="sum"`` at every node, dense
     (``c_s V (Lambda + tau_s^2)^-1 V' + eps c_f (L + tau_f^2 I)^-1``), and its two
     scales (unit mean variance at the labeled nodes)."""
     Ks = (V / (lam + tau_s**2)) @ V.T
-    Kf = np.linalg.inv(dense_laplacian(W) + tau_f**2 * np.eye(W.shape[0]))
+    Kf = dense_green(W, tau_f)
     cs = 1.0 / np.mean(np.diag(Ks)[labeled])
     cf = 1.0 / np.mean(np.diag(Kf)[labeled])
     return cs * Ks + eps * cf * Kf, cs, cf
@@ -199,11 +216,11 @@ def full_graph_map(loss, W, labeled, targets, tau, gamma):
     """
     A = dense_laplacian(W) + tau**2 * np.eye(W.shape[0])
     n = W.shape[0]
-    if loss.closed_form:
+    if loss.closed_form:  # a node labeled twice: its losses add up
         Q = A.copy()
-        Q[labeled, labeled] += 1.0 / gamma**2
+        np.add.at(Q, (labeled, labeled), 1.0 / gamma**2)
         B = np.zeros((n,) + targets.shape[1:])
-        B[labeled] = targets / gamma**2
+        np.add.at(B, labeled, targets / gamma**2)
         return np.linalg.solve(Q, B)
     if not loss.multiclass:
         u = np.zeros(n)

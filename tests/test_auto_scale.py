@@ -17,7 +17,7 @@ from skmcal import GRAPH_CACHE, NodeSet, SpectralGraphClassifier, clear_graph_ca
 from skmcal.classifier import AUTO_NARROW_SCALE, significantly_better
 from skmcal.evidence import sum_loo_means
 
-from _oracle import blobs, dense_laplacian, semi_supervised
+from _oracle import blobs, dense_green, semi_supervised
 
 N_EIGS = 10
 
@@ -99,8 +99,7 @@ def _dense_correct(clf, y):
     W, lam, V = clf.graph_.weights, clf.eigenvalues_, clf.eigenvectors_
     labeled = clf.labeled_nodes_
     Ks = ((V / (lam + p["tau_s"] ** 2)) @ V.T)[np.ix_(labeled, labeled)]
-    n = W.shape[0]
-    Kf = np.linalg.inv(dense_laplacian(W) + p["tau_f"] ** 2 * np.eye(n))[np.ix_(labeled, labeled)]
+    Kf = dense_green(W, p["tau_f"])[np.ix_(labeled, labeled)]
     K = Ks / np.mean(np.diag(Ks)) + p["eps"] * Kf / np.mean(np.diag(Kf))
     codes = y[labeled]
     n_classes = int(y[y >= 0].max()) + 1

@@ -27,7 +27,13 @@ from skmcal.fullgraph import (
 )
 from skmcal.losses import LOSSES
 
-from _oracle import dense_laplacian, full_graph_map, plane_knn_graph
+from _oracle import (
+    dense_green,
+    dense_laplacian,
+    full_graph_map,
+    harmonic_extension,
+    plane_knn_graph,
+)
 
 N_NODES = 40
 N_CLASSES = 3
@@ -93,24 +99,13 @@ def test_small_tau_gamma_approach_harmonic_extension(name):
     W, _ = _graph()
     labeled, codes = _labels()
     targets = _targets(loss, codes)
-    harmonic = _harmonic(W, labeled, targets)
+    harmonic = harmonic_extension(W, labeled, targets)
     errors = [
         np.abs(fit_full_graph(loss, W, labeled, targets, s, s, tol=1e-12).latent - harmonic).max()
         for s in (1e-1, 1e-2, 1e-3)
     ]
     assert errors[0] > 50 * errors[1] > 2500 * errors[2]
     assert errors[2] < 1e-5
-
-
-def _harmonic(W, labeled, targets):
-    """Laplace learning's harmonic extension: ``L_uu u_u = -L_ul y``, the labels held."""
-    n = W.shape[0]
-    L = dense_laplacian(W)
-    free = np.setdiff1d(np.arange(n), labeled)
-    harmonic = np.zeros((n,) + targets.shape[1:])
-    harmonic[labeled] = targets
-    harmonic[free] = np.linalg.solve(L[np.ix_(free, free)], -L[np.ix_(free, labeled)] @ targets)
-    return harmonic
 
 
 @pytest.mark.parametrize("small", [1e-4, 1e-6])
@@ -146,7 +141,7 @@ def test_tiny_tau_and_gamma_hold_the_harmonic_extension_at_the_default_tol(small
         expected = full_graph_map(loss, W, labeled[:size], targets[:size], small, small)
         np.testing.assert_allclose(fit.latent, expected, atol=1e-7)
         np.testing.assert_allclose(
-            fit.latent, _harmonic(W, labeled[:size], targets[:size]), atol=1e-6
+            fit.latent, harmonic_extension(W, labeled[:size], targets[:size]), atol=1e-6
         )
 
 
@@ -320,16 +315,6 @@ def test_active_learning_refits_match_a_dense_solve_at_the_default_tol(tau, gamm
     assert solver.n_setups == 1
 
 
-def _dense_gaussian_map(W, labeled, Y, tau, gamma):
-    """``(L + tau^2 I + P'P / gamma^2)^-1 P'Y / gamma^2`` by a dense solve (repeats add up)."""
-    n = W.shape[0]
-    Q = normalized_laplacian(W).toarray() + tau**2 * np.eye(n)
-    B = np.zeros((n,) + Y.shape[1:])
-    np.add.at(Q, (labeled, labeled), 1.0 / gamma**2)
-    np.add.at(B, labeled, Y / gamma**2)
-    return np.linalg.solve(Q, B)
-
-
 def test_green_refits_match_dense_solves_over_successive_batches():
     """Batches of new labels, a new gamma, a repeated node, then a new tau: each the dense MAP.
 
@@ -352,7 +337,7 @@ def test_green_refits_match_dense_solves_over_successive_batches():
             labeled, y = np.append(labeled, labeled[0]), np.append(y, y[0])
         targets = _targets(loss, y)
         fit = fit_full_graph(loss, W, labeled, targets, tau, gamma, tol=1e-12, solver=solver)
-        expected = _dense_gaussian_map(W, labeled, targets, tau, gamma)
+        expected = full_graph_map(loss, W, labeled, targets, tau, gamma)
         assert fit.converged
         np.testing.assert_allclose(fit.latent, expected, atol=1e-9 * np.abs(expected).max())
         if tau == 0.05:
@@ -495,10 +480,6 @@ def test_classifier_full_refits_reuse_the_auto_choice(monkeypatch):
         clf.posterior_.base, cold.posterior_.base, atol=1e-5 * np.abs(cold.posterior_.base).max()
     )
 
-def _dense_green(W, tau):
-    return np.linalg.inv(dense_laplacian(W) + tau**2 * np.eye(W.shape[0]))
-
-
 def test_green_block_is_the_labeled_block_of_the_inverse():
     """K at two taus (both kept: switching back solves nothing), a node labeled twice."""
     W, _ = _graph(n=200, seed=9)
@@ -506,7 +487,7 @@ def test_green_block_is_the_labeled_block_of_the_inverse():
     labeled = np.array([5, 17, 5, 120, 199])
     for tau in (0.03, 0.2):
         K = green_block(W, labeled, tau, tol=1e-12, solver=solver)
-        np.testing.assert_allclose(K, _dense_green(W, tau)[np.ix_(labeled, labeled)], atol=1e-10)
+        np.testing.assert_allclose(K, dense_green(W, tau)[np.ix_(labeled, labeled)], atol=1e-10)
     setups = solver.n_setups
     assert solver.green_solve(0.03**2, np.unique(labeled), np.full(4, 1e-12)) == (0, True)
     assert solver.n_setups == setups == 2
@@ -538,10 +519,10 @@ def test_green_columns_of_earlier_fits_are_dropped_beyond_the_byte_budget(monkey
     assert solver.n_green_missing(0.1**2, np.array([3, 4, 5, 6, 7])) == 0
     labeled = np.array([5, 6, 7])
     K = green_block(W, labeled, 0.1, tol=1e-12, solver=solver)
-    np.testing.assert_allclose(K, _dense_green(W, 0.1)[np.ix_(labeled, labeled)], atol=1e-10)
+    np.testing.assert_allclose(K, dense_green(W, 0.1)[np.ix_(labeled, labeled)], atol=1e-10)
     np.testing.assert_allclose(
         solver.green_combine(0.1**2, labeled, np.eye(3)),
-        _dense_green(W, 0.1)[:, labeled],
+        dense_green(W, 0.1)[:, labeled],
         atol=1e-8,
     )
 
@@ -561,7 +542,7 @@ def test_free_offset_fits_the_labels_less_their_offset(name, n_labeled):
     w = np.sqrt(np.asarray(W.sum(axis=1)).ravel()[labeled])
     Y = targets.reshape(n_labeled, -1)
     centred = Y - np.outer(w, w @ Y) / (w @ w)
-    expected = _dense_gaussian_map(W, labeled, centred.reshape(targets.shape), 0.05, 0.2)
+    expected = full_graph_map(loss, W, labeled, centred.reshape(targets.shape), 0.05, 0.2)
     np.testing.assert_allclose(fit.latent, expected, atol=1e-9 * np.abs(expected).max())
     with pytest.raises(ValueError, match="free_offset=True takes the losses 'gr' and 'mgr'"):
         fit_full_graph(LOSSES["ce"], W, labeled, np.eye(N_CLASSES)[codes], 0.05, 0.2,
@@ -588,7 +569,7 @@ def test_classifier_full_choice_is_the_dense_evidence_maximum(loss):
     Y = Y.reshape(12, -1)
     table = {}
     for tau in FULL_TAUS:
-        K = _dense_green(W, tau)[np.ix_(labeled, labeled)]
+        K = dense_green(W, tau)[np.ix_(labeled, labeled)]
         for gamma in FULL_GAMMAS:  # the restricted likelihood, amplitude profiled
             S = K + gamma**2 * np.eye(12)
             B = scipy.linalg.null_space(w[None, :])
