@@ -563,7 +563,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         a ``ValueError``. Measured with uncertainty sampling in
         ``benchmarks/bench_accuracy.py`` (``laplace:*`` against
         ``full-mgr:*``): None gained on Samson from 100 labels on and on
-        Binary-Clusters at 100 and 200, and cost MNIST-test 11 points at 50;
+        Binary-Clusters at 100 and 200, and cost MNIST-test 10 points at 50;
         see the user guide, "Choosing a loss and a strategy".
     max_iter : int, default=100
         Maximum Newton iterations (``logistic``, ``probit``, ``ce``; for
