@@ -979,8 +979,9 @@ def fit_full_graph(
         / c)`` (``c`` labels at the node): they carry the loss's weight ``c /
         gamma^2``, and with a small ``gamma`` the plain relative norm did not
         bound the error of the other nodes' values (at ``tau = gamma =
-        1e-4``, 0.18 on MNIST-test's 10,000 nodes with 500 labels; the
-        scaled norm holds them to about ``tol`` at any ``gamma``).
+        1e-4``, 0.16 of the largest on MNIST-test's 10,000 nodes with 500
+        labels; the scaled norm holds them to about ``tol`` at any
+        ``gamma``; ``benchmarks/bench_solver_tol.py``).
     max_iter : int, default=50
         Newton iterations (``logistic``, ``probit``, ``ce``).
     solver : LaplacianSolver or None
