@@ -573,8 +573,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         Newton stops when every coordinate of its exact step at the current
         point is at most ``tol * (1 + max|coef|)``. ``model="full"``: the
         relative residual of its sparse solves, for ``gr``/``mgr`` with the
-        rows of nodes labeled ``c`` times scaled by ``min(1, gamma^2 / c)``
-        (:func:`skmcal.fullgraph.fit_full_graph`).
+        rows of nodes labeled ``c`` times scaled by ``min(1, gamma^2 / c)``,
+        for Newton's losses the relative gradient norm, each entry divided by
+        the Hessian's diagonal (:func:`skmcal.fullgraph.fit_full_graph`).
     warm_start : bool, default=True
         Start Newton's method from the previous ``coef_`` when refitting on
         the same graph with the same loss and classes (the active-learning

@@ -61,9 +61,9 @@ from .losses import BinaryLoss, CrossEntropyLoss, MulticlassLoss
 from .posterior import zero_sum_basis
 
 #: Default relative tolerance: a fit stops when the gradient norm of ``J`` is at
-#: most ``tol`` times its norm at ``u = 0`` (for ``gr`` / ``mgr``, the entries
-#: at nodes labeled ``c`` times scaled by ``min(1, gamma^2 / c)``, see
-#: :func:`fit_full_graph`).
+#: most ``tol`` times its norm at ``u = 0``, its entries weighted (for ``gr`` /
+#: ``mgr`` by ``min(1, gamma^2 / c)`` at nodes labeled ``c`` times, for Newton's
+#: losses by the inverse Hessian diagonal; see :func:`fit_full_graph`).
 DEFAULT_TOL = 1e-8
 
 #: Most nodes whose diagonal entry a hierarchy absorbs by a low-rank
@@ -981,7 +981,11 @@ def fit_full_graph(
         bound the error of the other nodes' values (at ``tau = gamma =
         1e-4``, 0.16 of the largest on MNIST-test's 10,000 nodes with 500
         labels; the scaled norm holds them to about ``tol`` at any
-        ``gamma``; ``benchmarks/bench_solver_tol.py``).
+        ``gamma``; ``benchmarks/bench_solver_tol.py``). For ``logistic``,
+        ``probit`` and ``ce`` (Newton's method) every entry is first divided
+        by the Hessian's diagonal there, ``1 + tau^2`` plus the loss terms'
+        curvature (at the start about ``1 / gamma^2`` at a labeled node,
+        near zero once its label is fitted).
     max_iter : int, default=50
         Newton iterations (``logistic``, ``probit``, ``ce``).
     solver : LaplacianSolver or None
@@ -1179,6 +1183,23 @@ class _BinaryProblem:
         self.tau2, self.gamma = tau**2, gamma
         self.prior_shift = np.full(solver.n_nodes, self.tau2)
 
+    def row_scale(self, u):
+        """``1 / (1 + tau^2 + h)``, ``h`` the loss terms' curvature at each node at
+        ``u`` (0 where no label is): the inverse diagonal of the Hessian (the
+        normalised Laplacian's diagonal is one), by which the entries of a gradient
+        weigh in :func:`_newton`'s norm. A labeled node's entry ``g`` moves the
+        minimiser by about ``g / (1 + tau^2 + h)``: with a small ``gamma`` the
+        curvature at the start is about ``1 / gamma^2`` and a saturated label's
+        is near zero, and the plain norm, relative to the start's, left the
+        values 1e-3 off at tau = gamma = 1e-3."""
+        return 1.0 / (1.0 + self.tau2 + self.P.T @ self.curvature(u))
+
+    def norm(self, u, g):
+        """The norm of the gradient ``g`` at ``u`` in which the fit meets its
+        tolerance: its entries times :meth:`row_scale`."""
+        scale = self.row_scale(u)
+        return float(np.linalg.norm((scale if g.ndim == 1 else scale[:, None]) * g))
+
     def start(self, init):
         return np.zeros(self.solver.n_nodes) if init is None else init.copy()
 
@@ -1198,7 +1219,9 @@ class _BinaryProblem:
 
     def newton_step(self, u, grad, atol):
         shift = self.prior_shift + self.P.T @ self.curvature(u)
-        step, n_cg, _ = self.solver.solve(shift, -grad[:, None], atol=np.array([atol]))
+        step, n_cg, _ = self.solver.solve(
+            shift, -grad[:, None], atol=np.array([atol]), row_scale=self.row_scale(u)
+        )
         return step[:, 0], n_cg
 
 
@@ -1237,6 +1260,13 @@ class _CrossEntropyProblem(_BinaryProblem):
     def curvature(self, Z):
         return self.loss.derivatives(self.P @ self.latent(Z), self.y, self.gamma)[1]
 
+    def row_scale(self, Z):
+        """As the binary losses', ``h`` the mean eigenvalue of each labeled node's
+        block (the preconditioner's shift in :meth:`newton_step`)."""
+        Pi = self.curvature(Z)
+        mean = (1.0 - np.sum(Pi * Pi, axis=1)) / (self.gamma**2 * self.basis.shape[1])
+        return 1.0 / (1.0 + self.tau2 + self.P.T @ mean)
+
     def newton_step(self, Z, grad, atol):
         Pi = self.curvature(Z)
         E, P, g2 = self.basis, self.P, self.gamma**2
@@ -1261,25 +1291,28 @@ class _CrossEntropyProblem(_BinaryProblem):
             return self.solver._precondition(r.reshape(N, d)).reshape(-1, 1)
 
         x, n_cg, _, _ = _pcg(
-            apply_a, apply_m, -grad.reshape(-1, 1), np.zeros((N * d, 1)), np.array([atol]), 1000
-        )
+            apply_a, apply_m, -grad.reshape(-1, 1), np.zeros((N * d, 1)), np.array([atol]),
+            1000, np.repeat(self.row_scale(Z), d),
+        )  # fmt: skip
         return x.reshape(N, d), n_cg
 
 
 def _newton(problem, x, tol, max_iter):
     """Damped inexact Newton: CG steps with a forcing term, Armijo backtracking.
 
-    Converged when ``||grad J|| <= tol ||grad J(0)||``. A warm start whose
-    objective exceeds that of ``u = 0`` is replaced by 0.
+    Converged when ``||S(u) grad J(u)|| <= tol ||S(0) grad J(0)||``, ``S`` the
+    inverse diagonal of the Hessian (``problem.row_scale``); the CG steps'
+    forcing term in the same norm. A warm start whose objective exceeds that
+    of ``u = 0`` is replaced by 0.
     """
     zero = np.zeros_like(x)
-    scale = np.linalg.norm(problem.gradient(zero))
+    scale = problem.norm(zero, problem.gradient(zero))
     if problem.objective(x) > problem.objective(zero):
         x = zero
     f, grad = problem.objective(x), problem.gradient(x)
     n_cg = 0
     for it in range(max_iter + 1):
-        gnorm = np.linalg.norm(grad)
+        gnorm = problem.norm(x, grad)
         if gnorm <= tol * scale:
             return x, it, n_cg, True
         if it == max_iter:
