@@ -1138,8 +1138,9 @@ def _fit_green(solver, labeled, Y, tau, gamma, budget, scale):
     ``K_ii >= 1 / (1 + tau^2)``). With a small ``tau`` the columns' part
     along ``D^1/2 1`` (about ``1 / (N tau^2)`` at each node) cancels in ``G
     C`` and leaves round-off that tighter columns do not reduce (at tau =
-    gamma = 1e-6 on 150 nodes, 1e-5 in the values): when a pass does not
-    halve the residual, after :data:`_GREEN_PASSES` passes, or once the
+    gamma = 1e-6 on 150 nodes, 1e-5 in the values): when that round-off,
+    estimated from ``max|K|`` and ``C``, is near the budget, when a pass does
+    not halve the residual, after :data:`_GREEN_PASSES` passes, or once the
     columns stop converging, the caller goes on from ``G C``.
 
     Returns ``(latent of shape (n_nodes, k), CG iterations, converged)``.
@@ -1169,7 +1170,10 @@ def _fit_green(solver, labeled, Y, tau, gamma, budget, scale):
         missed, before = np.linalg.norm(scale[:, None] * R), missed
         if missed <= budget:
             return U, n_cg, True
-        if missed > 0.5 * before:
+        # round-off of G C (each entry a sum of products up to max|K| |C|), as a
+        # residual: what tighter columns cannot remove
+        floor = _ROUNDOFF * np.abs(K).max() * np.abs(node_c).sum(axis=0).max()
+        if missed > 0.5 * before or 2.0 * np.sqrt(solver.n_nodes) * floor > 0.5 * budget:
             break
         atol = solver.green_residuals(tau**2, nodes) * (0.5 * budget / missed)
     return U, n_cg, False
