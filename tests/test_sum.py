@@ -9,6 +9,8 @@ every grid point (docs/math.rst, "The summed prior").
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.optimize
@@ -402,3 +404,21 @@ def test_auto_choice_does_not_depend_on_columns_cached_by_earlier_fits(monkeypat
     # the solver keeps within the budget: the first fit's columns went
     solver = fullgraph.solver_for(after.graph_.weights)
     assert sum(g.n_columns for g in solver._greens.values()) * 8 * X.shape[0] <= budget
+
+
+def test_given_tau_whose_prior_is_one_value_warns():
+    """A given tau whose spectral prior puts all but SUM_MIN_STRUCTURE of its variance
+    on the constant eigenvector: the summed model predicts the class most labeled at
+    every node, and says so; at a usual tau it fits the blobs and says nothing."""
+    X, y_true, labeled = blobs(
+        3, 100, centers=[(0, 0), (4, 0), (2, 3)], labels=[0, 1, 2], n_labeled=6, seed=1
+    )
+    labeled = np.r_[labeled[:6], labeled[6:9], labeled[12:15]]  # 6, 3 and 3 labels
+    y = semi_supervised(y_true, labeled)
+    with pytest.warns(UserWarning, match=r"tau=1e-06 puts all but .* one value for every node"):
+        flat = SpectralGraphClassifier("mgr", model="sum", tau=1e-6, n_eigs=20).fit(X, y)
+    assert np.all(flat.transduction_ == 0)  # the class of 6 labels
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        usual = SpectralGraphClassifier("mgr", model="sum", tau=0.1, n_eigs=20).fit(X, y)
+    assert np.mean(usual.transduction_ == y_true) > 0.85
