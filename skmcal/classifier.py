@@ -1639,12 +1639,10 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             chosen = self._choose_scale(candidates, searches, level)
             graph, (tau_s, tau_f, eps, g) = candidates[chosen], searches[chosen][0]
             self._auto_choice = (n_labeled, (tau_s, tau_f, eps, g), graph.params)
-        if self.tau != "auto" and 1.0 - constant_share(graph.eigenvalues, tau_s) < (
-            SUM_MIN_STRUCTURE
-        ):
+        rest = 1.0 - constant_share(graph.eigenvalues, tau_s)
+        if self.tau != "auto" and rest < SUM_MIN_STRUCTURE:
             warnings.warn(
-                f"tau={self.tau!r} puts all but "
-                f"{1.0 - constant_share(graph.eigenvalues, tau_s):.1e} of the summed prior's "
+                f"tau={self.tau!r} puts all but {rest:.1e} of the summed prior's "
                 f"spectral variance on one value for every node (the graph's constant "
                 f"eigenvector); with each part scaled to unit variance and the noise "
                 f"relative to it, the fit predicts the class most labeled nearly "

@@ -1084,6 +1084,7 @@ def _fit_gaussian(solver, labeled, P, targets, tau, gamma, init, tol):
     B = np.asarray(P.T @ Y) / gamma**2
     budget = tol * np.linalg.norm(scale[:, None] * B)
     curvature = np.full(P.shape[0], 1.0 / gamma**2)
+    shift = tau**2 + np.asarray(P.T @ curvature).ravel()  # Q = L + diag(shift)
     n_cg = 0
     if labeled.size:
         missing = solver.n_green_missing(tau**2, nodes)
@@ -1091,14 +1092,15 @@ def _fit_gaussian(solver, labeled, P, targets, tau, gamma, init, tol):
             missing <= max(GREEN_NEW_PER_CLASS * Y.shape[1], nodes.size - missing)
             and solver.green_bytes(tau**2, nodes) <= MAX_GREEN_BYTES
         ):
-            U, n_cg, converged = _fit_green(solver, labeled, Y, tau, gamma, budget, scale)
+            U, n_cg, converged = _fit_green(
+                solver, labeled, Y, tau, gamma, shift, budget, scale
+            )
             if converged:
                 return FullGraphFit(
                     latent=U[:, 0] if one_dim else U,
                     curvature=curvature, n_iter=0, n_cg=n_cg, converged=True,
                 )  # fmt: skip
             init = U
-    shift = tau**2 + np.asarray(P.T @ np.full(P.shape[0], 1.0 / gamma**2)).ravel()
     if init is None:
         U = np.zeros_like(B)
     else:
@@ -1120,7 +1122,7 @@ def _fit_gaussian(solver, labeled, P, targets, tau, gamma, init, tol):
     )
 
 
-def _fit_green(solver, labeled, Y, tau, gamma, budget, scale):
+def _fit_green(solver, labeled, Y, tau, gamma, shift, budget, scale):
     """gr / mgr from the Green's columns ``G = (L + tau^2 I)^-1 P'`` of the labeled nodes.
 
     With ``Q = L + tau^2 I + P'P / gamma^2`` and ``K = P G``, the MAP
@@ -1129,8 +1131,9 @@ def _fit_green(solver, labeled, Y, tau, gamma, budget, scale):
     small system, so a refit solves only the columns of new labeled nodes
     (:meth:`LaplacianSolver.green_solve`, cached between fits) and a new
     ``gamma`` none. Columns with residuals ``E = P' - (L + tau^2 I) G`` and
-    ``K`` taken from them give ``Q G C - B = -E C`` in exact arithmetic; the
-    fit meets ``budget`` when the scaled residual ``||S (Q G C - B)||``
+    ``K`` taken from them give ``Q G C - B = -E C`` in exact arithmetic
+    (``Q = L + diag(shift)``); the fit meets ``budget`` when the scaled
+    residual ``||S (Q G C - B)||``
     (``S = diag(scale)``), computed, does. Otherwise the columns are
     tightened by the factor it missed by, and the check repeats. A new
     column is first solved to ``budget / (sqrt(n) (1 + tau^2) ||Y||_2)``,
@@ -1146,13 +1149,10 @@ def _fit_green(solver, labeled, Y, tau, gamma, budget, scale):
     Returns ``(latent of shape (n_nodes, k), CG iterations, converged)``.
     """
     nodes, inverse = np.unique(labeled, return_inverse=True)
-    counts = np.bincount(inverse)
     node_y = np.zeros((nodes.size, Y.shape[1]))
     np.add.at(node_y, inverse, Y)
     first = budget / (np.sqrt(nodes.size) * (1.0 + tau**2) * np.linalg.norm(Y, 2))
     atol = np.full(nodes.size, first)
-    shift = np.full(solver.n_nodes, tau**2)
-    shift[nodes] += counts / gamma**2
     n_cg, missed = 0, np.inf
     for _ in range(_GREEN_PASSES):
         cg, converged = solver.green_solve(tau**2, nodes, atol)
@@ -1187,16 +1187,21 @@ class _BinaryProblem:
         self.tau2, self.gamma = tau**2, gamma
         self.prior_shift = np.full(solver.n_nodes, self.tau2)
 
-    def row_scale(self, u):
-        """``1 / (1 + tau^2 + h)``, ``h`` the loss terms' curvature at each node at
-        ``u`` (0 where no label is): the inverse diagonal of the Hessian (the
-        normalised Laplacian's diagonal is one), by which the entries of a gradient
-        weigh in :func:`_newton`'s norm. A labeled node's entry ``g`` moves the
-        minimiser by about ``g / (1 + tau^2 + h)``: with a small ``gamma`` the
-        curvature at the start is about ``1 / gamma^2`` and a saturated label's
-        is near zero, and the plain norm, relative to the start's, left the
-        values 1e-3 off at tau = gamma = 1e-3."""
-        return 1.0 / (1.0 + self.tau2 + self.P.T @ self.curvature(u))
+    def hessian_shift(self, u):
+        """``tau^2 + h``, ``h`` the loss terms' curvature at each node at ``u`` (0 where
+        no label is): the diagonal the Newton step's solve adds to ``L``."""
+        return self.prior_shift + self.P.T @ self.curvature(u)
+
+    def row_scale(self, u, shift=None):
+        """``1 / (1 + tau^2 + h)`` (``shift``: :meth:`hessian_shift` at ``u``, if
+        computed): the inverse diagonal of the Hessian (the normalised Laplacian's
+        diagonal is one), by which the entries of a gradient weigh in
+        :func:`_newton`'s norm. A labeled node's entry ``g`` moves the minimiser by
+        about ``g / (1 + tau^2 + h)``: with a small ``gamma`` the curvature at the
+        start is about ``1 / gamma^2`` and a saturated label's is near zero, and the
+        plain norm, relative to the start's, left the values 1e-3 off at tau =
+        gamma = 1e-3."""
+        return 1.0 / (1.0 + (self.hessian_shift(u) if shift is None else shift))
 
     def norm(self, u, g):
         """The norm of the gradient ``g`` at ``u`` in which the fit meets its
@@ -1222,9 +1227,9 @@ class _BinaryProblem:
         return self.loss.derivatives(self.P @ u, self.y, self.gamma)[1]
 
     def newton_step(self, u, grad, atol):
-        shift = self.prior_shift + self.P.T @ self.curvature(u)
+        shift = self.hessian_shift(u)
         step, n_cg, _ = self.solver.solve(
-            shift, -grad[:, None], atol=np.array([atol]), row_scale=self.row_scale(u)
+            shift, -grad[:, None], atol=np.array([atol]), row_scale=self.row_scale(u, shift)
         )
         return step[:, 0], n_cg
 
@@ -1264,12 +1269,12 @@ class _CrossEntropyProblem(_BinaryProblem):
     def curvature(self, Z):
         return self.loss.derivatives(self.P @ self.latent(Z), self.y, self.gamma)[1]
 
-    def row_scale(self, Z):
+    def hessian_shift(self, Z):
         """As the binary losses', ``h`` the mean eigenvalue of each labeled node's
-        block (the preconditioner's shift in :meth:`newton_step`)."""
+        block, ``trace / (n_c - 1)``: the preconditioner's shift in :meth:`newton_step`."""
         Pi = self.curvature(Z)
         mean = (1.0 - np.sum(Pi * Pi, axis=1)) / (self.gamma**2 * self.basis.shape[1])
-        return 1.0 / (1.0 + self.tau2 + self.P.T @ mean)
+        return self.prior_shift + self.P.T @ mean
 
     def newton_step(self, Z, grad, atol):
         Pi = self.curvature(Z)
@@ -1287,8 +1292,7 @@ class _CrossEntropyProblem(_BinaryProblem):
             out = self.solver.matvec(self.prior_shift, X) + P.T @ block(P @ X)
             return out.reshape(-1, 1)
 
-        mean_curvature = (1.0 - np.sum(Pi * Pi, axis=1)) / (g2 * d)  # trace / (n_c - 1)
-        shift = self.prior_shift + P.T @ mean_curvature
+        shift = self.hessian_shift(Z)
         self.solver._prepare(shift)
 
         def apply_m(r):
@@ -1296,7 +1300,7 @@ class _CrossEntropyProblem(_BinaryProblem):
 
         x, n_cg, _, _ = _pcg(
             apply_a, apply_m, -grad.reshape(-1, 1), np.zeros((N * d, 1)), np.array([atol]),
-            1000, np.repeat(self.row_scale(Z), d),
+            1000, np.repeat(self.row_scale(Z, shift), d),
         )  # fmt: skip
         return x.reshape(N, d), n_cg
 
