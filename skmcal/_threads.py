@@ -13,6 +13,7 @@ and spectrum computations are not limited.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import os
 import threading
@@ -29,6 +30,8 @@ _OUTSIDE = threading.local()
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
 _IN_POOL = threading.local()
+# This thread's setting of solver_threads().
+_SOLVER = threading.local()
 os.register_at_fork(after_in_child=_POOLS.clear)
 
 
@@ -127,6 +130,44 @@ def thread_pool(workers: int) -> ThreadPoolExecutor | None:
                 max_workers=workers, thread_name_prefix="skmcal", initializer=_mark_pool_thread
             )
         return pool
+
+
+def run_parts(n_parts: int, function):
+    """``[function(0), ..., function(n_parts - 1)]``, the parts on threads.
+
+    Part 0 runs here, the others on the kept pool of ``n_parts - 1`` threads
+    (:func:`thread_pool`; all here inside one of its threads). Every part has
+    ended when this returns, also when one raised (the first error raises).
+    The parts must write to disjoint memory; NumPy and SciPy release the GIL
+    in their array loops and sparse products, so the parts run side by side.
+    """
+    pool = thread_pool(n_parts - 1) if n_parts > 1 else None
+    if pool is None:
+        return [function(i) for i in range(n_parts)]
+    futures = [pool.submit(function, i) for i in range(1, n_parts)]
+    try:
+        first = function(0)
+    finally:
+        concurrent.futures.wait(futures)
+    return [first, *(future.result() for future in futures)]
+
+
+@contextmanager
+def solver_threads(n_threads: int | None):
+    """Threads of the full-graph solves (:func:`row_threads`) in this block, in this thread."""
+    previous = getattr(_SOLVER, "n_threads", None)
+    _SOLVER.n_threads = n_threads
+    try:
+        yield
+    finally:
+        _SOLVER.n_threads = previous
+
+
+def row_threads() -> int:
+    """Threads over which the full-graph solves split their rows: the :func:`solver_threads`
+    setting where one is made, resolved like :func:`scoring_threads` (None: the BLAS
+    pools' size, every core in a plain process)."""
+    return scoring_threads(getattr(_SOLVER, "n_threads", None))
 
 
 def _mark_pool_thread():

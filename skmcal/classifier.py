@@ -25,6 +25,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from ._threads import solver_threads
 from .evidence import (
     DEFAULT_GAMMAS,
     DEFAULT_TAUS,
@@ -603,10 +604,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         the BLAS and OpenMP pools while the graph is built (None: as they
         are; in a joblib worker, such as one of ``GridSearchCV(n_jobs=2)``,
         they are limited to its share of the cores, and ``n_jobs=-1`` lets
-        the build that the other workers wait for use them all), and threads
-        that score pieces of candidates in the query strategies, every loss
-        (None: the size of the BLAS pools, i.e. every core in a plain process
-        and a joblib worker's share in a worker; each thread runs a
+        the build that the other workers wait for use them all), threads
+        that score pieces of candidates in the query strategies, every loss,
+        and threads over which the sparse solves of ``model="full"``,
+        ``"sum"`` and ``"poisson"`` split their rows on graphs of
+        :data:`skmcal.fullgraph.PARALLEL_MIN_ROWS` nodes or more (None: the
+        size of the BLAS pools, i.e. every core in a plain process and a
+        joblib worker's share in a worker; each thread runs a
         single-threaded BLAS).
     random_state : int, RandomState instance or None, default=None
         Seeds the start of the sparse eigensolver (large graphs only: ARPACK's
@@ -1366,39 +1370,41 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             warm_on = self.warm_start and getattr(self, "_fit_signature", None) == signature_on(g)
             return self._grid_start(warm_on, model, loss)
 
-        grids = {}  # grids of this fit, shared by the kernel's choice and tau/gamma's
-        chooses = self._chooses_kernel(nodes.n_nodes)
-        if chooses:
-            graph = self._choose_kernel(
-                nodes, graph, labeled_nodes, codes, classes.size, level, grids, grid_start_on,
-                self._few_labels(model, labeled_nodes.size), weights,
-            )  # fmt: skip
-        weighs = self._weighs_scale(nodes.n_nodes, model)
-        narrow = self._narrow_graph(nodes, graph) if weighs else None
-        candidates = [graph] if narrow is None else [graph, narrow]
-        warm = self.warm_start and getattr(self, "_fit_signature", None) in [
-            signature_on(g) for g in candidates
-        ]
-        start = time.perf_counter()
-        # The full-graph models share the graph's sparse solver (its cached Green's
-        # columns and preconditioners) with every fit on the graph: one at a time.
-        with ExitStack() as locks:
-            if model != "spectral":
-                for g in candidates:  # always in this order: the incumbent, then the narrow
-                    locks.enter_context(solver_for(g.weights).lock)
-            if model == "sum":
-                posterior, tau, gamma, graph = self._fit_sum(
-                    loss, candidates, labeled_nodes, codes, classes.size, warm, level, weights
-                )
-            else:
-                tau, gamma, grid_map = self._select_hyperparameters(
-                    model, loss, graph, labeled_nodes, codes, classes.size, warm, grids,
-                    weights,
+        # the full-graph solves' sparse products and vector updates: on n_jobs threads
+        with solver_threads(self._n_threads()):
+            grids = {}  # grids of this fit, shared by the kernel's choice and tau/gamma's
+            chooses = self._chooses_kernel(nodes.n_nodes)
+            if chooses:
+                graph = self._choose_kernel(
+                    nodes, graph, labeled_nodes, codes, classes.size, level, grids, grid_start_on,
+                    self._few_labels(model, labeled_nodes.size), weights,
                 )  # fmt: skip
-                posterior = self._fit_model(
-                    model, loss, graph, labeled_nodes, codes, classes.size, tau, gamma,
-                    self.posterior_ if warm else None, grid_map, weights,
-                )  # fmt: skip
+            weighs = self._weighs_scale(nodes.n_nodes, model)
+            narrow = self._narrow_graph(nodes, graph) if weighs else None
+            candidates = [graph] if narrow is None else [graph, narrow]
+            warm = self.warm_start and getattr(self, "_fit_signature", None) in [
+                signature_on(g) for g in candidates
+            ]
+            start = time.perf_counter()
+            # The full-graph models share the graph's sparse solver (its cached Green's
+            # columns and preconditioners) with every fit on the graph: one at a time.
+            with ExitStack() as locks:
+                if model != "spectral":
+                    for g in candidates:  # always in this order: the incumbent, then the narrow
+                        locks.enter_context(solver_for(g.weights).lock)
+                if model == "sum":
+                    posterior, tau, gamma, graph = self._fit_sum(
+                        loss, candidates, labeled_nodes, codes, classes.size, warm, level, weights
+                    )
+                else:
+                    tau, gamma, grid_map = self._select_hyperparameters(
+                        model, loss, graph, labeled_nodes, codes, classes.size, warm, grids,
+                        weights,
+                    )  # fmt: skip
+                    posterior = self._fit_model(
+                        model, loss, graph, labeled_nodes, codes, classes.size, tau, gamma,
+                        self.posterior_ if warm else None, grid_map, weights,
+                    )  # fmt: skip
         signature = signature_on(graph)
         logger.log(
             level, "Model fit (%s, loss=%s, %d labeled nodes): %d iterations, %.2f s.",

@@ -45,7 +45,7 @@ import threading
 import warnings
 import weakref
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyamg
@@ -54,7 +54,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 from sklearn.exceptions import ConvergenceWarning
 
-from ._threads import with_small_algebra
+from ._threads import row_threads, run_parts, with_small_algebra
 from .evidence import _check_positive, _check_weight, unit_scale
 from .fitting import ce_hessian, check_weights
 from .losses import BinaryLoss, CrossEntropyLoss, MulticlassLoss
@@ -128,6 +128,19 @@ GREEN_NEW_PER_CLASS = 2
 #: Passes of ``_fit_green()`` that tighten the columns before giving up.
 _GREEN_PASSES = 8
 
+#: Fewest rows of a multigrid level (and of a graph, for its products with
+#: ``L``) whose sparse products and vector updates are split into row blocks
+#: on threads (``skmcal._threads.row_threads()``; every row is computed as
+#: in one piece). Two threads against one, full mgr refits adding 5 labels on
+#: Fashion-MNIST (2 cores): 70,000 nodes 290 -> 200 ms, 10,000 nodes 40 ->
+#: 35 ms; 5,000 nodes 20 -> 23 ms and 3,000 nodes 13 -> 17 ms, where the
+#: threads' hand-over costs more than it saves.
+PARALLEL_MIN_ROWS = 10_000
+
+#: Columns of the coarsest level's inverse per product of the V-cycle
+#: (``_coarse_product()``; the blocks are dealt to the threads).
+COARSE_BLOCK = 512
+
 #: Precision of the multigrid levels' sparse matrices and of the cycle on them
 #: (float64 for a singular system, see ``LaplacianSolver._hierarchy()``).
 PRECONDITIONER_DTYPE = np.float32
@@ -151,14 +164,49 @@ def normalized_laplacian(weights) -> sp.csr_matrix:
     return (sp.identity(W.shape[0], format="csr") - sp.diags(s) @ W @ sp.diags(s)).tocsr()
 
 
-def _pcg(apply_a, apply_m, b, x, atol, max_iter, row_scale=None):
+def _each(rows, function):
+    """``function(s)`` for each row slice ``s`` of ``rows`` on its thread; None: all rows here."""
+    if rows is None:
+        function(slice(None))
+    else:
+        run_parts(len(rows), lambda i: function(rows[i]))
+
+
+def _cg_update(rows, x, cols, alpha, p, q, r):
+    """``x[:, cols] += alpha p`` (None: every column) and ``r -= alpha q``, in place."""
+
+    def part(s):
+        if cols is None:
+            x[s] += alpha * p[s]
+        else:
+            x[s, cols] += alpha * p[s]
+        r[s] -= alpha * q[s]
+
+    _each(rows, part)
+
+
+def _cg_direction(rows, p, z, beta):
+    """``p = z - beta p``, in place."""
+
+    def part(s):
+        np.multiply(beta, p[s], out=p[s])
+        np.subtract(z[s], p[s], out=p[s])
+
+    _each(rows, part)
+
+
+def _pcg(apply_a, apply_m, b, x, atol, max_iter, row_scale=None, rows=None):
     """Preconditioned conjugate gradients on the independent columns of ``(n, k)`` arrays.
 
     Flexible (Polak-Ribiere) directions, ``beta = z_new'(r_new - r) / z'r``:
     the float32 multigrid cycle is symmetric only to its round-off. Column
     ``c`` stops once its residual norm is at most ``atol[c]``, the norm of
     the residual's rows multiplied by ``row_scale`` (shape ``(n,)``) when
-    given. Returns ``(x, iterations, converged, residuals)``: iterations
+    given. ``rows``: slices of the rows whose vector updates run on threads
+    (None: here; the same values). The inner products run here on whole
+    columns; NumPy may round them differently as the arrays lie differently
+    in memory, so solves with and without threads agree to round-off, not
+    bit for bit. Returns ``(x, iterations, converged, residuals)``: iterations
     counted per column and summed, and the last residual norm of every column
     (that of the recurrence, which tracks the true one to round-off).
     """
@@ -182,11 +230,7 @@ def _pcg(apply_a, apply_m, b, x, atol, max_iter, row_scale=None):
         total += cols.size
         q = apply_a(p)
         alpha = rz / np.einsum("ij,ij->j", p, q)
-        if cols.size == x.shape[1]:
-            x += alpha * p
-        else:
-            x[:, cols] += alpha * p
-        r -= alpha * q
+        _cg_update(rows, x, None if cols.size == x.shape[1] else cols, alpha, p, q, r)
         norms[cols] = norm(r)
         going = norms[cols] > atol[cols]
         if not going.any():
@@ -199,9 +243,68 @@ def _pcg(apply_a, apply_m, b, x, atol, max_iter, row_scale=None):
         if not np.all(rz_new > 0):  # preconditioner not positive definite here: give up
             return x, total, False, norms
         # r_new - r = -alpha q
-        p = z - (alpha * np.einsum("ij,ij->j", z, q) / rz) * p
+        _cg_direction(rows, p, z, alpha * np.einsum("ij,ij->j", z, q) / rz)
         rz = rz_new
     return x, total, False, norms
+
+
+def _cuts(indptr, n_parts):
+    """Bounds of ``n_parts`` row blocks of a CSR matrix with about equal entries."""
+    n_rows = indptr.size - 1
+    inner = np.searchsorted(indptr, np.linspace(0, indptr[-1], n_parts + 1)[1:-1])
+    return np.concatenate([[0], np.clip(inner, 0, n_rows), [n_rows]]).astype(np.intp)
+
+
+def _row_blocks(A, cuts):
+    """The rows of CSR ``A`` between ``cuts``, as CSR matrices sharing its arrays."""
+    blocks = []
+    for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
+        start, end = A.indptr[lo], A.indptr[hi]
+        blocks.append(
+            sp.csr_matrix(
+                (A.data[start:end], A.indices[start:end], A.indptr[lo : hi + 1] - start),
+                shape=(hi - lo, A.shape[1]),
+            )
+        )
+    return blocks
+
+
+@dataclass
+class _Rows:
+    """A matrix split into row blocks for :func:`skmcal._threads.run_parts`."""
+
+    slices: list
+    blocks: list
+
+    @classmethod
+    def of(cls, A, cuts):
+        return cls([slice(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)],
+                   _row_blocks(A, cuts))  # fmt: skip
+
+    @property
+    def n_parts(self) -> int:
+        return len(self.slices)
+
+    def product(self, X):
+        """``A @ X``, each block's rows on its thread."""
+        out = np.empty((self.slices[-1].stop, *X.shape[1:]), dtype=np.result_type(
+            self.blocks[0].dtype, X.dtype))  # fmt: skip
+
+        def part(i):
+            out[self.slices[i]] = self.blocks[i] @ X
+
+        run_parts(self.n_parts, part)
+        return out
+
+
+@dataclass
+class _LevelSplit:
+    """A multigrid level's matrices in row blocks: ``A`` and ``P`` by the level's rows
+    (``A.slices`` are the blocks of its vectors), ``Rt`` by the next level's rows."""
+
+    A: _Rows
+    P: _Rows
+    Rt: _Rows
 
 
 @dataclass
@@ -213,44 +316,101 @@ class _Hierarchy:
     levels: list
     coarse: tuple | np.ndarray
     dtype: type
+    _splits: dict = field(default_factory=dict, repr=False)
 
     @property
     def n_levels(self) -> int:
         return len(self.levels)
 
+    def rows(self, n_parts):
+        """The finest level's row blocks of :meth:`split` (None where it splits none)."""
+        split = self.split(n_parts)
+        return None if split is None else split[0][0].A.slices
 
-def _vcycle(hierarchy, R, *, ordered=False):
+    def split(self, n_parts):
+        """``(levels, n_parts)``: the levels in ``n_parts`` row blocks (None for
+        a level below :data:`PARALLEL_MIN_ROWS` rows); None where no level is split."""
+        if n_parts < 2 or not self.levels or self.levels[0][0].shape[0] < PARALLEL_MIN_ROWS:
+            return None
+        if n_parts not in self._splits:
+            levels = []
+            for A, P, Rt, _, _ in self.levels:
+                if A.shape[0] < PARALLEL_MIN_ROWS:
+                    levels.append(None)
+                    continue
+                cuts = _cuts(A.indptr, n_parts)
+                levels.append(_LevelSplit(_Rows.of(A, cuts), _Rows.of(P, cuts),
+                                          _Rows.of(Rt, _cuts(Rt.indptr, n_parts))))  # fmt: skip
+            self._splits[n_parts] = (levels, n_parts)
+        return self._splits[n_parts]
+
+
+def _vcycle(hierarchy, R, *, ordered=False, n_parts=1):
     """One V-cycle of ``hierarchy`` on every column of ``R`` (``(n_nodes, k)``), from zero.
 
     ``ordered``: the rows of ``R``, and of the result, are in the hierarchy's
-    node order already (no permutation either way).
+    node order already (no permutation either way). ``n_parts``: threads
+    over the rows of the levels of :data:`PARALLEL_MIN_ROWS` rows or more
+    (``_Hierarchy.split()``), the same values.
     """
-    if ordered:
-        return _cycle(hierarchy.levels, hierarchy.coarse, R.astype(hierarchy.dtype)).astype(float)
-    out = np.empty_like(R)
-    out[hierarchy.order] = _cycle(
-        hierarchy.levels, hierarchy.coarse, R[hierarchy.order].astype(hierarchy.dtype)
-    )
+    split = hierarchy.split(n_parts)
+    if split is None:
+        if ordered:
+            return _cycle(hierarchy.levels, hierarchy.coarse,
+                          R.astype(hierarchy.dtype)).astype(float)  # fmt: skip
+        out = np.empty_like(R)
+        out[hierarchy.order] = _cycle(
+            hierarchy.levels, hierarchy.coarse, R[hierarchy.order].astype(hierarchy.dtype)
+        )
+        return out
+    rows, order = split[0][0].A.slices, hierarchy.order
+    start = np.empty(R.shape, dtype=hierarchy.dtype)
+
+    def convert(i):
+        start[rows[i]] = R[rows[i]] if ordered else R[order[rows[i]]]
+
+    run_parts(len(rows), convert)
+    X = _cycle(hierarchy.levels, hierarchy.coarse, start, split=split)
+    out = np.empty(R.shape)
+
+    def back(i):
+        if ordered:
+            out[rows[i]] = X[rows[i]]
+        else:
+            out[order[rows[i]]] = X[rows[i]]
+
+    run_parts(len(rows), back)
     return out
 
 
-def _cycle(levels, coarse, R, level=0):
+def _cycle(levels, coarse, R, level=0, split=None):
     """The V-cycle from ``level`` down (see ``_vcycle()``).
 
     The same Chebyshev smoother (``_smooth()``) before and after the
     coarse correction (a symmetric preconditioner), the coarsest level solved
     by its Cholesky factor (in float64) or its inverse ``coarse``: sparse
-    products with all columns at once.
+    products with all columns at once; ``split`` (``_Hierarchy.split()``):
+    the levels' rows in blocks on threads.
     """
     if level == len(levels):
-        if isinstance(coarse, np.ndarray):  # symmetric: R' C^-1, a row-major product
-            return (R.T @ coarse).T
+        if isinstance(coarse, np.ndarray):
+            return _coarse_product(coarse, R, 1 if split is None else split[1])
         solution = scipy.linalg.cho_solve(coarse, R.astype(float), check_finite=False)
         return solution.astype(R.dtype)
     A, P, Rt, scale, steps = levels[level]
-    X, residual = _smooth(A, scale, steps, R, None)
-    X += P @ _cycle(levels, coarse, Rt @ residual, level + 1)
-    return _smooth(A, scale, steps, R, X, residual=False)[0]
+    parts = None if split is None else split[0][level]
+    if parts is None:
+        X, residual = _smooth(A, scale, steps, R, None)
+        X += P @ _cycle(levels, coarse, Rt @ residual, level + 1, split)
+        return _smooth(A, scale, steps, R, X, residual=False)[0]
+    X, residual = _smooth_rows(parts.A, scale, steps, R, None)
+    correction = _cycle(levels, coarse, parts.Rt.product(residual), level + 1, split)
+
+    def prolong(i):
+        X[parts.P.slices[i]] += parts.P.blocks[i] @ correction
+
+    run_parts(parts.P.n_parts, prolong)
+    return _smooth_rows(parts.A, scale, steps, R, X, residual=False)[0]
 
 
 def _smooth(A, scale, steps, R, X, *, residual=True):
@@ -277,6 +437,79 @@ def _smooth(A, scale, steps, R, X, *, residual=True):
         return X, None
     r -= A @ d
     return X, r
+
+
+def _coarse_product(inverse, R, n_parts):
+    """``inverse @ R`` for the symmetric coarsest inverse, as ``R' C^-1`` (row-major), in
+    blocks of :data:`COARSE_BLOCK` columns, the blocks dealt to ``n_parts`` threads.
+
+    The blocks are the same whatever ``n_parts`` (a BLAS product's rounding
+    may depend on its shape), so the values are too.
+    """
+    n = inverse.shape[0]
+    out = np.empty((n, R.shape[1]), dtype=np.result_type(inverse, R))
+    starts = range(0, n, COARSE_BLOCK)
+
+    def part(i):
+        for lo in starts[i::n_parts]:
+            block = slice(lo, min(lo + COARSE_BLOCK, n))
+            out[block] = (R.T @ inverse[:, block]).T
+
+    run_parts(min(n_parts, len(starts)), part)
+    return out
+
+
+def _smooth_rows(A, scale, steps, R, X, *, residual=True):
+    """``_smooth()`` with ``A`` in row blocks (a :class:`_Rows`), each on its thread.
+
+    The same operations on every row, so the same values: each pass reads
+    the previous direction ``d`` of all rows and writes the next one to a
+    second array; ``X`` is read by the products of the first pass of a
+    smoothing from ``X``, so its update waits for the next pass.
+    """
+    rows, blocks = A.slices, A.blocks
+    r, d, following = np.empty_like(R), np.empty_like(R), np.empty_like(R)
+    fresh = X is None
+    if fresh:
+        X = np.empty_like(R)
+    c0 = steps[0][1]
+
+    def first(i):
+        s = rows[i]
+        if fresh:
+            r[s] = R[s]
+        else:
+            np.subtract(R[s], blocks[i] @ X, out=r[s])
+        np.multiply(c0, scale[s] * r[s], out=d[s])
+        if fresh:
+            X[s] = d[s]
+
+    run_parts(A.n_parts, first)
+    pending = not fresh  # X += d of the first pass
+    for a, c in steps[1:]:
+
+        def step(i, a=a, c=c, d=d, following=following, pending=pending):
+            s = rows[i]
+            r[s] -= blocks[i] @ d
+            if pending:
+                X[s] += d[s]
+            np.multiply(d[s], a, out=following[s])
+            following[s] += c * (scale[s] * r[s])
+            X[s] += following[s]
+
+        run_parts(A.n_parts, step)
+        d, following, pending = following, d, False
+
+    def last(i, d=d):
+        s = rows[i]
+        if residual:
+            r[s] -= blocks[i] @ d
+        if pending:
+            X[s] += d[s]
+
+    if residual or pending:
+        run_parts(A.n_parts, last)
+    return X, (r if residual else None)
 
 
 def _chebyshev_steps(upper, dtype):
@@ -368,6 +601,7 @@ class LaplacianSolver:
         self._columns = np.empty((W.shape[0], 0))
         self._small = None
         self._greens = OrderedDict()  # tau2 -> _GreenColumns, least recently used first
+        self._split = {}  # n_parts -> the Laplacian in row blocks (matvec())
         self.lock = threading.RLock()
 
     @property
@@ -376,8 +610,26 @@ class LaplacianSolver:
         return self.laplacian.shape[0]
 
     def matvec(self, shift, X):
-        """``(L + diag(shift)) X`` for ``X`` of shape ``(n_nodes,)`` or ``(n_nodes, k)``."""
-        return self.laplacian @ X + (shift if X.ndim == 1 else shift[:, None]) * X
+        """``(L + diag(shift)) X`` for ``X`` of shape ``(n_nodes,)`` or ``(n_nodes, k)``.
+
+        In ``skmcal._threads.row_threads()`` row blocks on threads from
+        :data:`PARALLEL_MIN_ROWS` nodes (the same values).
+        """
+        column = shift if X.ndim == 1 else shift[:, None]
+        n_parts = row_threads()
+        if n_parts < 2 or self.n_nodes < PARALLEL_MIN_ROWS:
+            return self.laplacian @ X + column * X
+        if n_parts not in self._split:
+            self._split[n_parts] = _Rows.of(self.laplacian, _cuts(self.laplacian.indptr, n_parts))
+        rows = self._split[n_parts]
+        out = np.empty(X.shape, dtype=np.result_type(self.laplacian.dtype, X.dtype))
+
+        def part(i):
+            s = rows.slices[i]
+            np.add(rows.blocks[i] @ X, column[s] * X[s], out=out[s])
+
+        run_parts(n_parts, part)
+        return out
 
     def _build(self, shift):
         self._shift_hierarchy = self._hierarchy(shift)
@@ -438,7 +690,7 @@ class LaplacianSolver:
 
     def _vcycle(self, R):
         """The V-cycle of the hierarchy of ``_prepare()`` (see ``_vcycle()``)."""
-        return _vcycle(self._shift_hierarchy, R)
+        return _vcycle(self._shift_hierarchy, R, n_parts=row_threads())
 
     def _prepare(self, shift):
         """Make the preconditioner fit ``L + diag(shift)`` (see the class notes)."""
@@ -554,10 +806,11 @@ class LaplacianSolver:
         refine = known[todo]
         if refine.any():
             x[:, refine] = green.columns(nodes[todo[refine]])
+        n_parts = row_threads()
         x, total, converged, norms = _pcg(
-            lambda X: green.operator @ X,
-            lambda R: _vcycle(green.hierarchy, R, ordered=True),
-            unit, x, atol[todo], max_iter,
+            lambda X: green.product(X, n_parts),
+            lambda R: _vcycle(green.hierarchy, R, ordered=True, n_parts=n_parts),
+            unit, x, atol[todo], max_iter, rows=green.hierarchy.rows(n_parts),
         )  # fmt: skip
         green.store(nodes[todo], x, norms)
         self._trim(nodes)
@@ -629,8 +882,9 @@ class LaplacianSolver:
 
         x = np.zeros_like(rhs) if x0 is None else np.array(x0, dtype=float)
         x, total, converged, _ = _pcg(
-            lambda X: self.matvec(shift, X), apply_m, rhs, x, atol, max_iter, row_scale
-        )
+            lambda X: self.matvec(shift, X), apply_m, rhs, x, atol, max_iter, row_scale,
+            self._shift_hierarchy.rows(row_threads()),
+        )  # fmt: skip
         return x, total, converged
 
 
@@ -643,12 +897,22 @@ class _GreenColumns:
 
     def __init__(self, tau2, hierarchy, operator):
         self.tau2, self.hierarchy, self.operator = tau2, hierarchy, operator
+        self._split = {}  # n_parts -> operator in row blocks
         self.position = np.empty_like(hierarchy.order)
         self.position[hierarchy.order] = np.arange(hierarchy.order.size)
         self.where = {}  # node -> (block, column)
         self.blocks = []  # (n_nodes, k) Fortran arrays
         self.norms = []  # residual norm of each block's columns
         self.n_columns = 0
+
+    def product(self, X, n_parts=1):
+        """``operator @ X``, in ``n_parts`` row blocks on threads from
+        :data:`PARALLEL_MIN_ROWS` rows."""
+        if n_parts < 2 or self.operator.shape[0] < PARALLEL_MIN_ROWS:
+            return self.operator @ X
+        if n_parts not in self._split:
+            self._split[n_parts] = _Rows.of(self.operator, _cuts(self.operator.indptr, n_parts))
+        return self._split[n_parts].product(X)
 
     def has(self, nodes):
         """Which of ``nodes`` have a column."""

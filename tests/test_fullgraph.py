@@ -11,6 +11,8 @@ import pytest
 import scipy.linalg
 import scipy.sparse as sp
 
+import skmcal.fullgraph
+from skmcal._threads import solver_threads
 from skmcal.fullgraph import (
     SMOOTHER_DEGREE,
     SMOOTHER_RATIO,
@@ -656,3 +658,75 @@ def test_dropping_green_blocks_keeps_the_others_and_their_index():
     green.drop_blocks(keep=np.array([6]), excess=10**9, column_bytes=8 * n)
     assert len(green.blocks) == 1 and set(green.where) == {6, 7} and green.n_columns == 2
     np.testing.assert_array_equal(green.columns(np.array([6, 7]))[:, 1], stored[7])
+
+
+def test_row_blocks_on_threads_give_one_threads_products_and_cycles(monkeypatch):
+    """Sparse products, V-cycles (every column count: the coarsest inverse's products
+    are blocked alike) and Laplacian products in row blocks: the same values."""
+    monkeypatch.setattr(skmcal.fullgraph, "PARALLEL_MIN_ROWS", 1)
+    W, _ = _graph(n=300, seed=3)
+    rng = np.random.RandomState(0)
+    shift = np.full(300, 1e-3)
+    shift[:5] += 50.0
+    values = {}
+    for n_parts in (1, 2, 3):
+        solver = LaplacianSolver(W)
+        with solver_threads(n_parts):
+            hierarchy = solver._hierarchy(shift, inverse=True)
+            assert (hierarchy.split(n_parts) is None) == (n_parts == 1)
+            solver._prepare(shift)
+            out = []
+            for k in (1, 2, 5, 12):
+                R = rng.randn(300, k) if n_parts == 1 else values[1][len(out)]
+                out += [R, _vcycle(hierarchy, R, n_parts=n_parts),
+                        _vcycle(hierarchy, R, ordered=True, n_parts=n_parts),
+                        solver._precondition(R), solver.matvec(shift, R)]  # fmt: skip
+            values[n_parts] = out
+    for n_parts in (2, 3):
+        for one, split in zip(values[1], values[n_parts], strict=True):
+            np.testing.assert_array_equal(split, one)
+
+
+@pytest.mark.parametrize("loss", ["mgr", "ce", "probit"])
+def test_fits_on_threads_match_one_thread(loss, monkeypatch):
+    """Fits with the rows split on three threads: one thread's values to round-off (the
+    inner products may round differently), through Green's columns and directly."""
+    monkeypatch.setattr(skmcal.fullgraph, "PARALLEL_MIN_ROWS", 1)
+    W, _ = _graph()
+    labeled, codes = _labels(n_labeled=4)
+    many = np.arange(0, N_NODES, 4)
+    many_codes = np.arange(many.size) % N_CLASSES
+    fits = {}
+    for n_threads in (1, 3):
+        with solver_threads(n_threads):
+            solver = LaplacianSolver(W)
+            fits[n_threads] = [
+                fit_full_graph(LOSSES[loss], W, nodes, _targets(LOSSES[loss], c), 0.05, 0.1,
+                               solver=solver).latent
+                for nodes, c in ((labeled, codes), (many, many_codes))
+            ]  # fmt: skip
+    for one, split in zip(fits[1], fits[3], strict=True):
+        np.testing.assert_allclose(split, one, atol=1e-10 * np.abs(one).max())
+
+
+def test_classifier_fits_split_rows_on_n_jobs_threads(monkeypatch):
+    """model="full": the solves' row blocks follow n_jobs."""
+    from sklearn.datasets import make_blobs
+
+    from skmcal import SpectralGraphClassifier
+
+    monkeypatch.setattr(skmcal.fullgraph, "PARALLEL_MIN_ROWS", 1)
+    parts = []
+    run = skmcal.fullgraph.run_parts
+    monkeypatch.setattr(skmcal.fullgraph, "run_parts",
+                        lambda n, f: parts.append(n) or run(n, f))  # fmt: skip
+    X, y = make_blobs(200, centers=3, random_state=0)
+    y_train = np.full(200, -1)
+    y_train[:12] = y[:12]
+    fits = {}
+    for n_jobs in (1, 3):
+        parts.clear()
+        clf = SpectralGraphClassifier("mgr", model="full", n_jobs=n_jobs, cache=False)
+        fits[n_jobs] = clf.fit(X, y_train).predict_proba(X)
+        assert max(parts) == n_jobs  # (the coarsest products run in one part alone)
+    np.testing.assert_allclose(fits[3], fits[1], atol=1e-9)

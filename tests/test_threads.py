@@ -106,3 +106,40 @@ def test_query_scoring_runs_on_the_free_pools_threads(loss, monkeypatch):
         model_change(clf, X, n_instances=3, batch="topk")
     assert expected == 2
     assert seen and set(seen) == {expected}
+
+
+def test_run_parts_returns_in_order_waits_for_every_part_and_raises_the_first_error():
+    import threading
+    import time
+
+    from skmcal._threads import run_parts
+
+    names = run_parts(3, lambda i: (i, threading.current_thread().name))
+    assert [i for i, _ in names] == [0, 1, 2]
+    assert names[0][1] == threading.current_thread().name  # part 0 runs here
+    assert all(name.startswith("skmcal") for _, name in names[1:])
+    assert run_parts(1, lambda i: i * 10) == [0]
+    finished = []
+
+    def part(i):
+        if i == 0:
+            raise ValueError("part 0")
+        time.sleep(0.05)
+        finished.append(i)
+
+    with pytest.raises(ValueError, match="part 0"):
+        run_parts(3, part)
+    assert sorted(finished) == [1, 2]  # the others had ended when it raised
+
+
+def test_row_threads_follow_solver_threads_else_the_blas_pools():
+    from skmcal._threads import row_threads, scoring_threads, solver_threads
+
+    assert row_threads() == scoring_threads(None)
+    with solver_threads(3):
+        assert row_threads() == 3
+        with solver_threads(None):
+            assert row_threads() == scoring_threads(None)
+        assert row_threads() == 3
+    with threadpool_limits(1, user_api="blas"):
+        assert row_threads() == 1
