@@ -9,19 +9,22 @@ N <= 10,000 also SuperLU's sparse factorisation of the ``mgr`` matrix.
 Accuracy (``--accuracy``): MNIST-test (10,000), random labels per class,
 mean of 3 draws, on the unlabeled nodes.
 
-Active-learning iterations (``--al-iterations``, at each of ``--sizes``):
-``SpectralGraphClassifier(model="full", loss="mgr", n_jobs=1)`` with its
-defaults (tau, gamma "auto") on a ``NodeSet`` of the first N rows, 2 labels per
+Active-learning iterations (``--al-iterations``, at each of ``--sizes`` and
+each of ``--n-jobs``): ``SpectralGraphClassifier(model="full", loss="mgr",
+n_jobs=...)`` with its defaults (tau, gamma, tol "auto"; ``--al-tol`` another
+tol) on a ``NodeSet`` of the first N rows, 2 labels per
 class, then iterations of ``model_change`` (5 queries among a random 10% of
 the nodes) and a refit on the labels so far: median and max seconds of the
-query and of the refit, CPU time of the whole iteration, and the cores other
+query and of the refit, median / mean / max of the iteration (every few
+refits re-run the evidence of tau at three values), CPU time of the whole
+iteration, and the cores other
 processes used meanwhile (the machine is shared). At the end the last fit is
 compared with a cold solve to relative residual 1e-13 (largest latent
 difference, predictions that differ, accuracy on the unlabeled nodes). The
 graph goes through the classifier's ``memory`` cache in ``--graph-cache``.
 
     python benchmarks/bench_fullgraph.py --sizes 10000 70000 --al-iterations 20 \
-        --graph-cache /tmp/graphs --out benchmarks/results
+        --n-jobs 1 2 --no-timing --graph-cache /tmp/graphs --out benchmarks/results
 """
 
 from __future__ import annotations
@@ -123,11 +126,18 @@ def timing(n, X, y, args):
     return rows
 
 
-def al_iterations(n, X, y, args):
+def al_iterations(n, X, y, args, n_jobs):
     """Query-and-refit iterations of the full-graph mgr classifier (see the module notes)."""
+    import gc
+
+    import skmcal
     from skmcal import NodeSet, SpectralGraphClassifier
     from skmcal.query import model_change
 
+    # a fresh graph object (the memory cache's copy) and so a fresh solver: no
+    # Green's column of an earlier run at this size is reused
+    skmcal.clear_graph_cache()
+    gc.collect()
     X, y = X[:n], y[:n]
     pool = NodeSet(X, copy=False)
     neighbors = None
@@ -138,7 +148,7 @@ def al_iterations(n, X, y, args):
     memory = None if args.graph_cache is None else args.graph_cache / "memory"
     clf = SpectralGraphClassifier(
         "mgr", model="full", kernel="gaussian", nodes=pool, neighbors=neighbors,
-        memory=memory, n_jobs=1
+        memory=memory, n_jobs=n_jobs, tol="auto" if args.al_tol is None else args.al_tol,
     )
     labeled = list(random_labels(y, 2, np.random.RandomState(0)))
     clf.fit(X[labeled], y[labeled])
@@ -168,7 +178,8 @@ def al_iterations(n, X, y, args):
     return {
         "n": n, "labels": nodes.size, "tau": clf.tau_, "gamma": clf.gamma_,
         "query": (np.median(query), max(query)), "refit": (np.median(refit), max(refit)),
-        "iteration": (np.median(total), max(total)), "cpu": np.median(cpu),
+        "iteration": (np.median(total), np.mean(total), max(total)), "cpu": np.median(cpu),
+        "n_jobs": n_jobs, "tol": clf.tol,
         "other": np.nanmedian(other) if np.isfinite(other).any() else float("nan"),
         "error": np.abs(got - tight).max() / np.abs(tight).max(),
         "flips": int(np.sum(got.argmax(1) != tight.argmax(1))),
@@ -207,6 +218,10 @@ def main(argv=None):
     p.add_argument("--accuracy", action="store_true", help="also the MNIST-test accuracy table")
     p.add_argument("--al-iterations", type=int, default=0,
                    help="also this many active-learning iterations at each size")  # fmt: skip
+    p.add_argument("--n-jobs", type=int, nargs="+", default=[1],
+                   help="the classifier's n_jobs in the iterations (each in turn)")  # fmt: skip
+    p.add_argument("--al-tol", type=float, default=None,
+                   help="the classifier's tol in the iterations (default: 'auto')")  # fmt: skip
     p.add_argument("--no-timing", action="store_true", help="skip the solver timing table")
     p.add_argument("--graph-cache", type=Path, default=None, help="folder to keep built graphs")
     p.add_argument("--out", type=Path, default=None)
@@ -218,7 +233,8 @@ def main(argv=None):
     lines = [
         f"command: `{command}`",
         f"skmcal: {Path(skmcal.__file__).parent} ({h.revision()})",
-        f"machine: {os.cpu_count()} cores, load average {os.getloadavg()}, tol {args.tol}",
+        f"machine: {os.cpu_count()} cores, load average {os.getloadavg()}, tol of the "
+        f"solver timing table {args.tol}",
         "",
     ]
     if args.sizes:
@@ -227,18 +243,20 @@ def main(argv=None):
         lines += [f"Active learning, full mgr, {args.al_iterations} iterations of model_change "
                   "(5 among 10% candidates) + refit; ms, median / max; `other cores`: CPU "
                   "used by other processes meanwhile (median)", "",
-                  "| N | query | refit | iteration | CPU | other cores | labels at end "
+                  "| N | n_jobs | tol | query | refit | iteration (median / mean / max) "
+                  "| CPU | other cores | labels at end "
                   "| tau, gamma | max latent error vs tol 1e-13 (relative) | predictions "
-                  "differing | accuracy (tight solve) |", "|---" * 11 + "|"]  # fmt: skip
+                  "differing | accuracy (tight solve) |", "|---" * 13 + "|"]  # fmt: skip
         for n in args.sizes:
-            r = al_iterations(n, X, y, args)
-            lines.append(
-                "| {n} | {q[0]:.0f} / {q[1]:.0f} | {f[0]:.0f} / {f[1]:.0f} | {i[0]:.0f} / "
-                "{i[1]:.0f} | {cpu:.0f} | {other:.2f} | {labels} | {tau:g}, {gamma:g} | "
-                "{error:.1e} | {flips} | {a[0]:.4f} ({a[1]:.4f}) |".format(
-                    q=r["query"], f=r["refit"], i=r["iteration"], a=r["accuracy"], **r)
-            )  # fmt: skip
-            print(lines[-1], flush=True)
+            for n_jobs in args.n_jobs:
+                r = al_iterations(n, X, y, args, n_jobs)
+                lines.append(
+                    "| {n} | {n_jobs} | {tol} | {q[0]:.0f} / {q[1]:.0f} | {f[0]:.0f} / {f[1]:.0f} "
+                    "| {i[0]:.0f} / {i[1]:.0f} / {i[2]:.0f} | {cpu:.0f} | {other:.2f} | {labels} "
+                    "| {tau:g}, {gamma:g} | {error:.1e} | {flips} | {a[0]:.4f} ({a[1]:.4f}) "
+                    "|".format(q=r["query"], f=r["refit"], i=r["iteration"], a=r["accuracy"], **r)
+                )  # fmt: skip
+                print(lines[-1], flush=True)
         lines.append("")
     if args.sizes and not args.no_timing:
         lines += ["| N | model | cold fit (ms) | warm refit +5 labels, median (ms) | max (ms) |"

@@ -25,7 +25,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._threads import solver_threads
+from ._threads import small_algebra, solver_threads
 from .evidence import (
     DEFAULT_GAMMAS,
     DEFAULT_TAUS,
@@ -44,6 +44,7 @@ from .evidence import (
 )
 from .fitting import fit_posterior, posterior_around, remainder_variance
 from .fullgraph import (
+    DEFAULT_TOL,
     class_offset,
     fit_full_graph,
     fit_sum_graph,
@@ -72,6 +73,10 @@ PAPER_HYPERPARAMETERS = {
 
 #: A warm refit reuses the last "auto" choice until the labels grow by this factor.
 AUTO_REUSE_GROWTH = 1.25
+
+#: ``tol="auto"`` for the spectral model's Newton iterations (dense and cheap);
+#: the sparse solves of the other models take :data:`skmcal.fullgraph.DEFAULT_TOL`.
+AUTO_NEWTON_TOL = 1e-10
 
 #: The models of the latent function (the ``model`` parameter).
 MODELS = ("spectral", "full", "poisson", "sum", "auto")
@@ -584,13 +589,19 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         Maximum Newton iterations (``logistic``, ``probit``, ``ce``; for
         ``ce`` this counts the cheap chord steps that reuse a factored
         Hessian too).
-    tol : float, default=1e-10
-        Newton stops when every coordinate of its exact step at the current
-        point is at most ``tol * (1 + max|coef|)``. ``model="full"``: the
-        relative residual of its sparse solves, for ``gr``/``mgr`` with the
-        rows of nodes labeled ``c`` times scaled by ``min(1, gamma^2 / c)``,
-        for Newton's losses the relative gradient norm, each entry divided by
-        the Hessian's diagonal (:func:`skmcal.fullgraph.fit_full_graph`).
+    tol : float or "auto", default="auto"
+        ``model="spectral"``: Newton stops when every coordinate of its exact
+        step at the current point is at most ``tol * (1 + max|coef|)``
+        ("auto": :data:`skmcal.classifier.AUTO_NEWTON_TOL`, 1e-10).
+        ``model="full"`` and ``"sum"``: the relative residual of their sparse
+        solves, for ``gr``/``mgr`` with the rows of nodes labeled ``c`` times
+        scaled by ``min(1, gamma^2 / c)``, for Newton's losses the relative
+        gradient norm, each entry divided by the Hessian's diagonal
+        (:func:`skmcal.fullgraph.fit_full_graph`; "auto":
+        :data:`skmcal.fullgraph.DEFAULT_TOL`, 1e-8, which holds the values
+        within about 1e-8 of the exact solve's at any ``tau`` and ``gamma``,
+        ``benchmarks/results/bench_solver_tol.md``; each factor of 10 below
+        costs about one more conjugate-gradient iteration per column).
     warm_start : bool, default=True
         Start Newton's method from the previous ``coef_`` when refitting on
         the same graph with the same loss and classes (the active-learning
@@ -819,7 +830,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         "target_scale": [StrOptions({"auto", "sqrt", "balanced"}), None],
         "offset": [StrOptions({"auto", "free"}), None],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="neither")],
+        "tol": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "warm_start": ["boolean"],
         "cache": ["boolean"],
         "n_jobs": [None, Integral],
@@ -847,7 +858,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         target_scale="auto",
         offset="auto",
         max_iter=100,
-        tol=1e-10,
+        tol="auto",
         warm_start=True,
         cache=True,
         n_jobs=None,
@@ -978,7 +989,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             if solver.greens_fit(len(taus), nodes.size):
                 tau, gamma, _ = select_full_hyperparameters(
                     lambda t: green_block(
-                        graph.weights, labeled_nodes, t, tol=self.tol, solver=solver
+                        graph.weights, labeled_nodes, t, tol=self._solve_tol(), solver=solver
                     ),
                     loss.encode(codes, n_classes),  # choices on unit targets (_encode)
                     taus,
@@ -1150,7 +1161,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         targets = ce.encode(codes, n_classes)
         posterior = fit_posterior(
             ce, graph.eigenvalues + tau**2, graph.eigenvectors, labeled_nodes, targets, gamma,
-            coef_init=coef, max_iter=self.max_iter, tol=self.tol, n_threads=self._n_threads(),
+            coef_init=coef, max_iter=self.max_iter, tol=self._newton_tol(),
+            n_threads=self._n_threads(),
             weights=weights,
         )  # fmt: skip
         latent = posterior.loo_latent(labeled_nodes, targets, weights)
@@ -1240,6 +1252,14 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 caught_warning.filename, caught_warning.lineno,
             )  # fmt: skip
         return graphs[chosen]
+
+    def _newton_tol(self):
+        """The spectral model's Newton tolerance: ``tol`` resolved."""
+        return AUTO_NEWTON_TOL if self.tol == "auto" else self.tol
+
+    def _solve_tol(self):
+        """The sparse solves' tolerance (full-graph and summed models): ``tol`` resolved."""
+        return DEFAULT_TOL if self.tol == "auto" else self.tol
 
     def _n_threads(self):
         """Scoring threads of the posterior: ``n_jobs`` resolved, None where not given."""
@@ -1428,9 +1448,10 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         if self._fit_scale is not None:
             posterior = replace(posterior, target_scale=self._fit_scale)
         self.posterior_ = posterior
-        self.coef_ = (
-            posterior.coef if posterior.base is None else graph.eigenvectors.T @ posterior.base
-        )
+        with small_algebra():  # thin (M x N times N x k): see _threads
+            self.coef_ = (
+                posterior.coef if posterior.base is None else graph.eigenvectors.T @ posterior.base
+            )
         self.tau_ = tau
         self.gamma_ = gamma
         self.n_iter_ = posterior.n_iter
@@ -1564,7 +1585,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             return fit_posterior(
                 loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma,
                 coef_init=start if start is not None or previous is None else previous.coef,
-                max_iter=self.max_iter, tol=self.tol, n_threads=n_threads, weights=weights,
+                max_iter=self.max_iter, tol=self._newton_tol(), n_threads=n_threads,
+                weights=weights,
             )  # fmt: skip
         if model == "poisson":
             latent = poisson_learning(graph.weights, labeled_nodes, codes, n_classes)
@@ -1575,7 +1597,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             solution = fit_full_graph(
                 loss, graph.weights, labeled_nodes, targets, tau, gamma,
                 init=None if previous is None else previous.base,
-                tol=self.tol, max_iter=self.max_iter, free_offset=free_offset,
+                tol=self._solve_tol(), max_iter=self.max_iter, free_offset=free_offset,
             )  # fmt: skip
             latent, n_iter, converged = solution.latent, solution.n_iter, solution.converged
         offset, nugget = None, 0.0
@@ -1662,7 +1684,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         targets = self._encode(loss, codes, n_classes)
         fit = fit_sum_graph(
             graph.eigenvalues, graph.eigenvectors, graph.weights, labeled_nodes, targets,
-            tau_s, tau_f, eps, g, tol=self.tol, solver=solver, label_weights=weights,
+            tau_s, tau_f, eps, g, tol=self._solve_tol(), solver=solver, label_weights=weights,
         )  # fmt: skip
         self.sum_prior_ = {
             "tau_s": tau_s, "tau_f": tau_f, "eps": eps, "gamma": g,
@@ -1700,7 +1722,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             taus_f = [last[1][1] if last is not None else taus_f[len(taus_f) // 2]]
         spectral = [spectral_block(graph.eigenvalues, graph.eigenvectors, labeled_nodes, t)
                     for t in taus_s]  # fmt: skip
-        full = [green_block(graph.weights, labeled_nodes, t, tol=self.tol, solver=solver)
+        full = [green_block(graph.weights, labeled_nodes, t, tol=self._solve_tol(), solver=solver)
                 for t in taus_f]  # fmt: skip
         spectral = [unit_scale(K) * K for K in spectral]
         full = [unit_scale(K) * K for K in full]

@@ -514,6 +514,7 @@ def remainder_variance(eigenvalues, weights, tau) -> float:
     return 1.0 / (mean + tau**2)
 
 
+@with_small_algebra
 def posterior_around(
     loss, prior, eigenvectors, labeled, targets, gamma, latent, *, n_threads=None,
     offset=None, nugget=0.0, weights=None, **fit_info,

@@ -131,10 +131,11 @@ _GREEN_PASSES = 8
 #: Fewest rows of a multigrid level (and of a graph, for its products with
 #: ``L``) whose sparse products and vector updates are split into row blocks
 #: on threads (``skmcal._threads.row_threads()``; every row is computed as
-#: in one piece). Two threads against one, full mgr refits adding 5 labels on
-#: Fashion-MNIST (2 cores): 70,000 nodes 290 -> 200 ms, 10,000 nodes 40 ->
-#: 35 ms; 5,000 nodes 20 -> 23 ms and 3,000 nodes 13 -> 17 ms, where the
-#: threads' hand-over costs more than it saves.
+#: in one piece). Two threads against one, an active-learning iteration of
+#: full mgr on Fashion-MNIST (2 cores, ``benchmarks/bench_fullgraph.py
+#: --al-iterations``): 70,000 nodes 257 -> 156 ms, 40,000 141 -> 100, 20,000
+#: 71 -> 51, 10,000 38 -> 35; refits at 5,000 nodes 20 -> 23 ms and at 3,000
+#: 13 -> 17 ms, where the threads' hand-over costs more than it saves.
 PARALLEL_MIN_ROWS = 10_000
 
 #: Columns of the coarsest level's inverse per product of the V-cycle
@@ -842,8 +843,7 @@ class LaplacianSolver:
 
     def green_combine(self, tau2, nodes, coef):
         """``G[:, nodes] @ coef`` from the cached Green's columns of ``nodes`` for ``tau2``."""
-        green = self._greens[tau2]
-        return green.combine(nodes, coef)[green.position]
+        return self._greens[tau2].combine(nodes, coef, row_threads())
 
     def solve(self, shift, rhs, *, x0=None, atol, max_iter=1000, project=None, row_scale=None):
         """Solve ``(L + diag(shift)) X = rhs`` column by column.
@@ -940,12 +940,27 @@ class _GreenColumns:
             out[:, pos] = part
         return out
 
-    def combine(self, nodes, coef):
-        out = np.zeros((self.position.size, coef.shape[1]))
+    def combine(self, nodes, coef, n_parts=1):
+        """``G[:, nodes] @ coef`` in node order, in the hierarchy's row blocks
+        (:meth:`_Hierarchy.rows`) on ``n_parts`` threads."""
+        terms = []
         for b, (cols, pos) in self._by_block(nodes).items():
             weights = np.zeros((self.blocks[b].shape[1], coef.shape[1]))
             weights[cols] = coef[pos]
-            out += self.blocks[b] @ weights
+            terms.append((self.blocks[b], weights))
+        rows = self.hierarchy.rows(n_parts) or [slice(None)]
+        ordered = np.zeros((self.position.size, coef.shape[1]))
+        out = np.empty_like(ordered)
+
+        def combine(i):
+            for block, weights in terms:
+                ordered[rows[i]] += block[rows[i]] @ weights
+
+        def gather(i):
+            out[rows[i]] = ordered[self.position[rows[i]]]
+
+        run_parts(len(rows), combine)
+        run_parts(len(rows), gather)
         return out
 
     def drop_blocks(self, keep, excess, column_bytes):

@@ -531,6 +531,7 @@ class RankOnePosterior(LaplacePosterior):
             blocks.append(self._labeled_form)
         return np.hstack(blocks).astype(dtype), np.column_stack([d, d * d]).astype(dtype)
 
+    @with_small_algebra  # the coefficients too: no idle BLAS threads spinning
     def evaluate(self, formula, nodes, *, approximate=False, gain=True, survey=None, floor=None):
         nodes = np.asarray(nodes, dtype=np.intp)
         basis, weights = self._products(survey, np.float32 if approximate else np.float64)

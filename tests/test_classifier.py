@@ -60,7 +60,7 @@ TESTED_PARAMETERS = {
     "target_scale",  # tests/test_target_scale.py
     "offset",  # tests/test_offset.py
     "max_iter",  # test_small_max_iter_warns_convergence
-    "tol",  # test_looser_tol_takes_fewer_iterations
+    "tol",  # test_looser_tol_takes_fewer_iterations, test_auto_tol_*
     "warm_start",  # test_warm_start_*, test_refit_with_new_class_under_warm_start
     "cache",  # test_cache_false_*
     "n_jobs",  # test_n_jobs_does_not_change_the_graph
@@ -844,6 +844,41 @@ def test_looser_tol_takes_fewer_iterations(loss):
     scale = np.max(np.abs(tight.coef_))
     assert np.max(np.abs(loose.coef_ - tight.coef_)) < 0.1 * (1 + scale)
     assert_array_equal(loose.transduction_, tight.transduction_)
+
+
+@pytest.mark.parametrize("model", ["spectral", "full", "sum"])
+def test_auto_tol_is_tight_for_spectral_newton_and_the_solver_default_for_sparse_solves(
+    model, monkeypatch
+):
+    """tol="auto": 1e-10 for the spectral model's Newton, DEFAULT_TOL for the sparse
+    solves (full-graph fits, Green's columns of the evidence, the summed model); a
+    given tol goes to every one."""
+    import skmcal.classifier as module
+    from skmcal.fullgraph import DEFAULT_TOL
+
+    seen = []
+    for name in ("fit_posterior", "fit_full_graph", "green_block", "fit_sum_graph"):
+        original = getattr(module, name)
+
+        def spy(*args, _name=name, _original=original, **kwargs):
+            seen.append((_name, kwargs.get("tol")))
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, spy)
+    X, _, y = blobs([(0, 0), (5, 0), (0, 5)], labels_per_class=3)
+    loss = "ce" if model == "spectral" else "mgr"
+    for tol, expected in (("auto", None), (1e-6, 1e-6)):
+        seen.clear()
+        SpectralGraphClassifier(loss=loss, model=model, tol=tol).fit(X, y)
+        assert seen
+        for name, got in seen:
+            if expected is not None:
+                assert got == expected, name
+            else:
+                assert got == (module.AUTO_NEWTON_TOL if name == "fit_posterior" else DEFAULT_TOL)
+    assert module.AUTO_NEWTON_TOL == 1e-10 and DEFAULT_TOL == 1e-8
+    with pytest.raises(ValueError, match="tol"):
+        SpectralGraphClassifier(tol="fast").fit(X, y)
 
 
 @pytest.mark.parametrize("loss", NEWTON_LOSSES)
