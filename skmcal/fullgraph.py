@@ -278,7 +278,9 @@ class _Rows:
     blocks: list
 
     @classmethod
-    def of(cls, A, cuts):
+    def of(cls, A, cuts=None, n_parts=None):
+        """``A``'s rows between ``cuts``, or in ``n_parts`` blocks of about equal entries."""
+        cuts = _cuts(A.indptr, n_parts) if cuts is None else cuts
         return cls([slice(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)],
                    _row_blocks(A, cuts))  # fmt: skip
 
@@ -341,7 +343,7 @@ class _Hierarchy:
                     continue
                 cuts = _cuts(A.indptr, n_parts)
                 levels.append(_LevelSplit(_Rows.of(A, cuts), _Rows.of(P, cuts),
-                                          _Rows.of(Rt, _cuts(Rt.indptr, n_parts))))  # fmt: skip
+                                          _Rows.of(Rt, n_parts=n_parts)))  # fmt: skip
             self._splits[n_parts] = (levels, n_parts)
         return self._splits[n_parts]
 
@@ -621,7 +623,7 @@ class LaplacianSolver:
         if n_parts < 2 or self.n_nodes < PARALLEL_MIN_ROWS:
             return self.laplacian @ X + column * X
         if n_parts not in self._split:
-            self._split[n_parts] = _Rows.of(self.laplacian, _cuts(self.laplacian.indptr, n_parts))
+            self._split[n_parts] = _Rows.of(self.laplacian, n_parts=n_parts)
         rows = self._split[n_parts]
         out = np.empty(X.shape, dtype=np.result_type(self.laplacian.dtype, X.dtype))
 
@@ -911,7 +913,7 @@ class _GreenColumns:
         if n_parts < 2 or self.operator.shape[0] < PARALLEL_MIN_ROWS:
             return self.operator @ X
         if n_parts not in self._split:
-            self._split[n_parts] = _Rows.of(self.operator, _cuts(self.operator.indptr, n_parts))
+            self._split[n_parts] = _Rows.of(self.operator, n_parts=n_parts)
         return self._split[n_parts].product(X)
 
     def has(self, nodes):
