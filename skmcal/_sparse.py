@@ -18,6 +18,8 @@ import threading
 import numpy as np
 import scipy.sparse as sp
 
+from ._threads import local_setting
+
 #: Below this many rows the product stays with scipy (the kernel's one-off
 #: compilation, about a second, would cost more than it saves).
 PARALLEL_MIN_ROWS = 50_000
@@ -28,19 +30,13 @@ _LOCK = threading.Lock()
 _LOCAL = threading.local()
 
 
-@contextlib.contextmanager
 def limit_threads(n_threads: int | None):
     """Run :func:`block_product` on at most ``n_threads`` numba threads in this block.
 
     None leaves numba's own setting (all cores unless ``NUMBA_NUM_THREADS``
     says otherwise).
     """
-    previous = getattr(_LOCAL, "n_threads", None)
-    _LOCAL.n_threads = n_threads
-    try:
-        yield
-    finally:
-        _LOCAL.n_threads = previous
+    return local_setting(_LOCAL, "n_threads", n_threads)
 
 
 @functools.lru_cache(maxsize=1)

@@ -153,14 +153,20 @@ def run_parts(n_parts: int, function):
 
 
 @contextmanager
-def solver_threads(n_threads: int | None):
-    """Threads of the full-graph solves (:func:`row_threads`) in this block, in this thread."""
-    previous = getattr(_SOLVER, "n_threads", None)
-    _SOLVER.n_threads = n_threads
+def local_setting(local: threading.local, name: str, value):
+    """``local.name = value`` in this block (in this thread), the previous value
+    (None where there was none) restored after."""
+    previous = getattr(local, name, None)
+    setattr(local, name, value)
     try:
         yield
     finally:
-        _SOLVER.n_threads = previous
+        setattr(local, name, previous)
+
+
+def solver_threads(n_threads: int | None):
+    """Threads of the full-graph solves (:func:`row_threads`) in this block, in this thread."""
+    return local_setting(_SOLVER, "n_threads", n_threads)
 
 
 def row_threads() -> int:
