@@ -138,6 +138,11 @@ _GREEN_PASSES = 8
 #: 13 -> 17 ms, where the threads' hand-over costs more than it saves.
 PARALLEL_MIN_ROWS = 10_000
 
+#: Fewest rows per block: with more threads than a graph's rows over this,
+#: its solves take one block per this many rows (a hand-over per block and
+#: pass costs tens of microseconds; at 70,000 nodes a product takes ~2 ms).
+MIN_BLOCK_ROWS = 5_000
+
 #: Columns of the coarsest level's inverse per product of the V-cycle
 #: (``_coarse_product()``; the blocks are dealt to the threads).
 COARSE_BLOCK = 512
@@ -247,6 +252,15 @@ def _pcg(apply_a, apply_m, b, x, atol, max_iter, row_scale=None, rows=None):
         _cg_direction(rows, p, z, alpha * np.einsum("ij,ij->j", z, q) / rz)
         rz = rz_new
     return x, total, False, norms
+
+
+def _n_parts(n_rows):
+    """Row blocks of a solve on ``n_rows`` nodes: one per thread
+    (``skmcal._threads.row_threads()``), at most one per :data:`MIN_BLOCK_ROWS`
+    rows; one below :data:`PARALLEL_MIN_ROWS`."""
+    if n_rows < PARALLEL_MIN_ROWS:
+        return 1
+    return max(1, min(row_threads(), n_rows // MIN_BLOCK_ROWS))
 
 
 def _cuts(indptr, n_parts):
@@ -615,12 +629,12 @@ class LaplacianSolver:
     def matvec(self, shift, X):
         """``(L + diag(shift)) X`` for ``X`` of shape ``(n_nodes,)`` or ``(n_nodes, k)``.
 
-        In ``skmcal._threads.row_threads()`` row blocks on threads from
-        :data:`PARALLEL_MIN_ROWS` nodes (the same values).
+        In row blocks on threads from :data:`PARALLEL_MIN_ROWS` nodes
+        (``_n_parts()``; the same values).
         """
         column = shift if X.ndim == 1 else shift[:, None]
-        n_parts = row_threads()
-        if n_parts < 2 or self.n_nodes < PARALLEL_MIN_ROWS:
+        n_parts = _n_parts(self.n_nodes)
+        if n_parts < 2:
             return self.laplacian @ X + column * X
         if n_parts not in self._split:
             self._split[n_parts] = _Rows.of(self.laplacian, n_parts=n_parts)
@@ -693,7 +707,7 @@ class LaplacianSolver:
 
     def _vcycle(self, R):
         """The V-cycle of the hierarchy of ``_prepare()`` (see ``_vcycle()``)."""
-        return _vcycle(self._shift_hierarchy, R, n_parts=row_threads())
+        return _vcycle(self._shift_hierarchy, R, n_parts=_n_parts(self.n_nodes))
 
     def _prepare(self, shift):
         """Make the preconditioner fit ``L + diag(shift)`` (see the class notes)."""
@@ -809,7 +823,7 @@ class LaplacianSolver:
         refine = known[todo]
         if refine.any():
             x[:, refine] = green.columns(nodes[todo[refine]])
-        n_parts = row_threads()
+        n_parts = _n_parts(self.n_nodes)
         x, total, converged, norms = _pcg(
             lambda X: green.product(X, n_parts),
             lambda R: _vcycle(green.hierarchy, R, ordered=True, n_parts=n_parts),
@@ -845,7 +859,7 @@ class LaplacianSolver:
 
     def green_combine(self, tau2, nodes, coef):
         """``G[:, nodes] @ coef`` from the cached Green's columns of ``nodes`` for ``tau2``."""
-        return self._greens[tau2].combine(nodes, coef, row_threads())
+        return self._greens[tau2].combine(nodes, coef, _n_parts(self.n_nodes))
 
     def solve(self, shift, rhs, *, x0=None, atol, max_iter=1000, project=None, row_scale=None):
         """Solve ``(L + diag(shift)) X = rhs`` column by column.
@@ -885,7 +899,7 @@ class LaplacianSolver:
         x = np.zeros_like(rhs) if x0 is None else np.array(x0, dtype=float)
         x, total, converged, _ = _pcg(
             lambda X: self.matvec(shift, X), apply_m, rhs, x, atol, max_iter, row_scale,
-            self._shift_hierarchy.rows(row_threads()),
+            self._shift_hierarchy.rows(_n_parts(self.n_nodes)),
         )  # fmt: skip
         return x, total, converged
 

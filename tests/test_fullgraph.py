@@ -664,6 +664,7 @@ def test_row_blocks_on_threads_give_one_threads_products_and_cycles(monkeypatch)
     """Sparse products, V-cycles (every column count: the coarsest inverse's products
     are blocked alike) and Laplacian products in row blocks: the same values."""
     monkeypatch.setattr(skmcal.fullgraph, "PARALLEL_MIN_ROWS", 1)
+    monkeypatch.setattr(skmcal.fullgraph, "MIN_BLOCK_ROWS", 1)
     W, _ = _graph(n=300, seed=3)
     rng = np.random.RandomState(0)
     shift = np.full(300, 1e-3)
@@ -692,6 +693,7 @@ def test_fits_on_threads_match_one_thread(loss, monkeypatch):
     """Fits with the rows split on three threads: one thread's values to round-off (the
     inner products may round differently), through Green's columns and directly."""
     monkeypatch.setattr(skmcal.fullgraph, "PARALLEL_MIN_ROWS", 1)
+    monkeypatch.setattr(skmcal.fullgraph, "MIN_BLOCK_ROWS", 1)
     W, _ = _graph()
     labeled, codes = _labels(n_labeled=4)
     many = np.arange(0, N_NODES, 4)
@@ -716,6 +718,7 @@ def test_classifier_fits_split_rows_on_n_jobs_threads(monkeypatch):
     from skmcal import SpectralGraphClassifier
 
     monkeypatch.setattr(skmcal.fullgraph, "PARALLEL_MIN_ROWS", 1)
+    monkeypatch.setattr(skmcal.fullgraph, "MIN_BLOCK_ROWS", 1)
     parts = []
     run = skmcal.fullgraph.run_parts
     monkeypatch.setattr(skmcal.fullgraph, "run_parts",
@@ -730,3 +733,15 @@ def test_classifier_fits_split_rows_on_n_jobs_threads(monkeypatch):
         fits[n_jobs] = clf.fit(X, y_train).predict_proba(X)
         assert max(parts) == n_jobs  # (the coarsest products run in one part alone)
     np.testing.assert_allclose(fits[3], fits[1], atol=1e-9)
+
+
+def test_row_blocks_follow_the_threads_up_to_one_per_min_block_rows():
+    from skmcal.fullgraph import MIN_BLOCK_ROWS, PARALLEL_MIN_ROWS, _n_parts
+
+    with solver_threads(64):
+        assert _n_parts(70_000) == 70_000 // MIN_BLOCK_ROWS
+        assert _n_parts(PARALLEL_MIN_ROWS - 1) == 1
+    with solver_threads(2):
+        assert _n_parts(PARALLEL_MIN_ROWS) == 2 and _n_parts(10**6) == 2
+    with solver_threads(1):
+        assert _n_parts(10**6) == 1
