@@ -1448,10 +1448,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         if self._fit_scale is not None:
             posterior = replace(posterior, target_scale=self._fit_scale)
         self.posterior_ = posterior
-        with small_algebra():  # thin (M x N times N x k): see _threads
-            self.coef_ = (
-                posterior.coef if posterior.base is None else graph.eigenvectors.T @ posterior.base
-            )
+        if posterior.base is None:
+            self.coef_ = posterior.coef
+        else:
+            with small_algebra():  # thin (M x N times N x k): see _threads
+                self.coef_ = graph.eigenvectors.T @ posterior.base
         self.tau_ = tau
         self.gamma_ = gamma
         self.n_iter_ = posterior.n_iter
