@@ -1390,41 +1390,41 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             warm_on = self.warm_start and getattr(self, "_fit_signature", None) == signature_on(g)
             return self._grid_start(warm_on, model, loss)
 
-        # the full-graph solves' sparse products and vector updates: on n_jobs threads
-        with solver_threads(self._n_threads()):
-            grids = {}  # grids of this fit, shared by the kernel's choice and tau/gamma's
-            chooses = self._chooses_kernel(nodes.n_nodes)
-            if chooses:
-                graph = self._choose_kernel(
-                    nodes, graph, labeled_nodes, codes, classes.size, level, grids, grid_start_on,
-                    self._few_labels(model, labeled_nodes.size), weights,
+        grids = {}  # grids of this fit, shared by the kernel's choice and tau/gamma's
+        chooses = self._chooses_kernel(nodes.n_nodes)
+        if chooses:
+            graph = self._choose_kernel(
+                nodes, graph, labeled_nodes, codes, classes.size, level, grids, grid_start_on,
+                self._few_labels(model, labeled_nodes.size), weights,
+            )  # fmt: skip
+        weighs = self._weighs_scale(nodes.n_nodes, model)
+        narrow = self._narrow_graph(nodes, graph) if weighs else None
+        candidates = [graph] if narrow is None else [graph, narrow]
+        warm = self.warm_start and getattr(self, "_fit_signature", None) in [
+            signature_on(g) for g in candidates
+        ]
+        start = time.perf_counter()
+        # The full-graph models share the graph's sparse solver (its cached Green's
+        # columns and preconditioners) with every fit on the graph: one at a time.
+        # Their solves split rows over n_jobs threads (the fits before are spectral).
+        with ExitStack() as locks:
+            if model != "spectral":
+                for g in candidates:  # always in this order: the incumbent, then the narrow
+                    locks.enter_context(solver_for(g.weights).lock)
+                locks.enter_context(solver_threads(self._n_threads()))
+            if model == "sum":
+                posterior, tau, gamma, graph = self._fit_sum(
+                    loss, candidates, labeled_nodes, codes, classes.size, warm, level, weights
+                )
+            else:
+                tau, gamma, grid_map = self._select_hyperparameters(
+                    model, loss, graph, labeled_nodes, codes, classes.size, warm, grids,
+                    weights,
                 )  # fmt: skip
-            weighs = self._weighs_scale(nodes.n_nodes, model)
-            narrow = self._narrow_graph(nodes, graph) if weighs else None
-            candidates = [graph] if narrow is None else [graph, narrow]
-            warm = self.warm_start and getattr(self, "_fit_signature", None) in [
-                signature_on(g) for g in candidates
-            ]
-            start = time.perf_counter()
-            # The full-graph models share the graph's sparse solver (its cached Green's
-            # columns and preconditioners) with every fit on the graph: one at a time.
-            with ExitStack() as locks:
-                if model != "spectral":
-                    for g in candidates:  # always in this order: the incumbent, then the narrow
-                        locks.enter_context(solver_for(g.weights).lock)
-                if model == "sum":
-                    posterior, tau, gamma, graph = self._fit_sum(
-                        loss, candidates, labeled_nodes, codes, classes.size, warm, level, weights
-                    )
-                else:
-                    tau, gamma, grid_map = self._select_hyperparameters(
-                        model, loss, graph, labeled_nodes, codes, classes.size, warm, grids,
-                        weights,
-                    )  # fmt: skip
-                    posterior = self._fit_model(
-                        model, loss, graph, labeled_nodes, codes, classes.size, tau, gamma,
-                        self.posterior_ if warm else None, grid_map, weights,
-                    )  # fmt: skip
+                posterior = self._fit_model(
+                    model, loss, graph, labeled_nodes, codes, classes.size, tau, gamma,
+                    self.posterior_ if warm else None, grid_map, weights,
+                )  # fmt: skip
         signature = signature_on(graph)
         logger.log(
             level, "Model fit (%s, loss=%s, %d labeled nodes): %d iterations, %.2f s.",
