@@ -298,6 +298,11 @@ class _Rows:
         return cls([slice(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)],
                    _row_blocks(A, cuts))  # fmt: skip
 
+    @classmethod
+    def whole(cls, A):
+        """``A`` as one block (no thread), its arrays untouched."""
+        return cls([slice(0, A.shape[0])], [A])
+
     @property
     def n_parts(self) -> int:
         return len(self.slices)
@@ -371,16 +376,8 @@ def _vcycle(hierarchy, R, *, ordered=False, n_parts=1):
     (``_Hierarchy.split()``), the same values.
     """
     split = hierarchy.split(n_parts)
-    if split is None:
-        if ordered:
-            return _cycle(hierarchy.levels, hierarchy.coarse,
-                          R.astype(hierarchy.dtype)).astype(float)  # fmt: skip
-        out = np.empty_like(R)
-        out[hierarchy.order] = _cycle(
-            hierarchy.levels, hierarchy.coarse, R[hierarchy.order].astype(hierarchy.dtype)
-        )
-        return out
-    rows, order = split[0][0].A.slices, hierarchy.order
+    rows = [slice(0, R.shape[0])] if split is None else hierarchy.rows(n_parts)
+    order = hierarchy.order
     start = np.empty(R.shape, dtype=hierarchy.dtype)
 
     def convert(i):
@@ -407,7 +404,8 @@ def _cycle(levels, coarse, R, level=0, split=None):
     coarse correction (a symmetric preconditioner), the coarsest level solved
     by its Cholesky factor (in float64) or its inverse ``coarse``: sparse
     products with all columns at once; ``split`` (``_Hierarchy.split()``):
-    the levels' rows in blocks on threads.
+    the levels' rows in blocks on threads (None, or a level below
+    :data:`PARALLEL_MIN_ROWS` rows: one block).
     """
     if level == len(levels):
         if isinstance(coarse, np.ndarray):
@@ -416,44 +414,16 @@ def _cycle(levels, coarse, R, level=0, split=None):
         return solution.astype(R.dtype)
     A, P, Rt, scale, steps = levels[level]
     parts = None if split is None else split[0][level]
-    if parts is None:
-        X, residual = _smooth(A, scale, steps, R, None)
-        X += P @ _cycle(levels, coarse, Rt @ residual, level + 1, split)
-        return _smooth(A, scale, steps, R, X, residual=False)[0]
-    X, residual = _smooth_rows(parts.A, scale, steps, R, None)
+    if parts is None:  # one block: the whole matrices
+        parts = _LevelSplit(_Rows.whole(A), _Rows.whole(P), _Rows.whole(Rt))
+    X, residual = _smooth(parts.A, scale, steps, R, None)
     correction = _cycle(levels, coarse, parts.Rt.product(residual), level + 1, split)
 
     def prolong(i):
         X[parts.P.slices[i]] += parts.P.blocks[i] @ correction
 
     run_parts(parts.P.n_parts, prolong)
-    return _smooth_rows(parts.A, scale, steps, R, X, residual=False)[0]
-
-
-def _smooth(A, scale, steps, R, X, *, residual=True):
-    """Chebyshev smoothing of ``A X = R`` from ``X`` (None: zero); ``(X, R - A X)``.
-
-    The Chebyshev semi-iteration (Saad, *Iterative Methods for Sparse Linear
-    Systems*, Algorithm 12.1) on ``D^-1 A X = D^-1 R``, ``scale`` the column
-    ``D^-1``: ``d_0 = c_0 D^-1 r``, then ``r -= A d``,
-    ``d = a_k d + c_k D^-1 r``, ``X += d``, with the pairs ``steps`` =
-    ``((0, c_0), (a_1, c_1), ...)`` of ``_chebyshev_steps()``. The residual
-    costs one more product (``residual=False``: None in its place; the
-    post-smoother of a cycle needs none, and leaving that product out took
-    the Green's columns at 70,000 nodes from 430 to 383 ms CPU per batch of 5).
-    """
-    r = R.copy() if X is None else R - A @ X
-    d = steps[0][1] * (scale * r)
-    X = d.copy() if X is None else X + d
-    for a, c in steps[1:]:
-        r -= A @ d
-        d *= a
-        d += c * (scale * r)
-        X += d
-    if not residual:
-        return X, None
-    r -= A @ d
-    return X, r
+    return _smooth(parts.A, scale, steps, R, X, residual=False)[0]
 
 
 def _coarse_product(inverse, R, n_parts):
@@ -476,14 +446,27 @@ def _coarse_product(inverse, R, n_parts):
     return out
 
 
-def _smooth_rows(A, scale, steps, R, X, *, residual=True):
-    """``_smooth()`` with ``A`` in row blocks (a :class:`_Rows`), each on its thread.
+def _smooth(A, scale, steps, R, X, *, residual=True):
+    """Chebyshev smoothing of ``A X = R`` from ``X`` (None: zero); ``(X, R - A X)``.
 
-    The same operations on every row, so the same values: each pass reads
-    the previous direction ``d`` of all rows and writes the next one to a
-    second array; ``X`` is read by the products of the first pass of a
-    smoothing from ``X``, so its update waits for the next pass.
+    The Chebyshev semi-iteration (Saad, *Iterative Methods for Sparse Linear
+    Systems*, Algorithm 12.1) on ``D^-1 A X = D^-1 R``, ``scale`` the column
+    ``D^-1``: ``d_0 = c_0 D^-1 r``, then ``r -= A d``,
+    ``d = a_k d + c_k D^-1 r``, ``X += d``, with the pairs ``steps`` =
+    ``((0, c_0), (a_1, c_1), ...)`` of ``_chebyshev_steps()``; a given ``X``
+    is updated in place. The residual costs one more product
+    (``residual=False``: None in its place; the post-smoother of a cycle
+    needs none, and leaving that product out took the Green's columns at
+    70,000 nodes from 430 to 383 ms CPU per batch of 5).
+
+    ``A``: a sparse matrix, or a :class:`_Rows` whose row blocks each run on
+    their thread, with the same operations on every row, so the same values:
+    each pass reads the previous direction ``d`` of all rows and writes the
+    next one to a second array; ``X`` is read by the products of the first
+    pass of a smoothing from ``X``, so its update waits for the next pass.
     """
+    if not isinstance(A, _Rows):
+        A = _Rows.whole(A)
     rows, blocks = A.slices, A.blocks
     r, d, following = np.empty_like(R), np.empty_like(R), np.empty_like(R)
     fresh = X is None
@@ -922,9 +905,8 @@ class _GreenColumns:
         self.n_columns = 0
 
     def product(self, X, n_parts=1):
-        """``operator @ X``, in ``n_parts`` row blocks on threads from
-        :data:`PARALLEL_MIN_ROWS` rows."""
-        if n_parts < 2 or self.operator.shape[0] < PARALLEL_MIN_ROWS:
+        """``operator @ X``, in ``n_parts`` row blocks on threads (``_n_parts()``)."""
+        if n_parts < 2:
             return self.operator @ X
         if n_parts not in self._split:
             self._split[n_parts] = _Rows.of(self.operator, n_parts=n_parts)
