@@ -121,12 +121,6 @@ AUTO_TARGET_SCALE = "sqrt"
 #: against .911 / .936 / .941 (model change under the defaults, 2 trials).
 AUTO_SUM_MIN_LABELS = 50
 
-#: From :data:`AUTO_SUM_MIN_LABELS` labels on, ``model="auto"`` keeps the first
-#: phase's spectral model instead of the summed one where its leave-one-out
-#: predictions of the labels are right more often, each class weighing alike
-#: (:func:`balanced_hits`), by more than this margin.
-AUTO_MODEL_MARGIN = 0.1
-
 #: The relative gammas of ``gamma="auto"`` with a Newton loss (``ce``) in the
 #: spectral phase of ``model="auto"`` (fewer labels than
 #: :data:`~skmcal.classifier.AUTO_SUM_MIN_LABELS`), in place of
@@ -319,77 +313,6 @@ def significantly_better(correct, baseline, z=AUTO_SCALE_Z) -> bool:
     b = int(np.sum(correct & ~baseline))
     a = int(np.sum(baseline & ~correct))
     return bool(b > a and b - a >= z * np.sqrt(a + b))
-
-
-def balanced_hits(correct, codes) -> float:
-    """The share of labels predicted right, each class weighing alike.
-
-    The mean over the classes present in ``codes`` of the share of their labels
-    that ``correct`` marks right (balanced accuracy). A model that predicts the
-    class labeled most everywhere gets that class's labels right and no other:
-    ``1 / n_classes``.
-
-    Parameters
-    ----------
-    correct : array-like of bool of shape (n_labels,)
-        Whether each label is predicted right.
-    codes : array-like of int of shape (n_labels,)
-        The class code of each label.
-
-    Returns
-    -------
-    float
-        In ``[0, 1]``.
-
-    Examples
-    --------
-    >>> balanced_hits([1, 1, 1, 0], [0, 0, 0, 1])
-    0.5
-    """
-    correct = np.asarray(correct, dtype=bool)
-    codes = np.asarray(codes)
-    if correct.shape != codes.shape or correct.ndim != 1 or correct.size == 0:
-        raise ValueError(
-            f"correct and codes must be 1-D of one non-zero length; got shapes "
-            f"{correct.shape} and {codes.shape}."
-        )
-    _, inverse, counts = np.unique(codes, return_inverse=True, return_counts=True)
-    return float(np.mean(np.bincount(inverse, weights=correct) / counts))
-
-
-def _sum_loo_correct(spectral, full, targets, eps, gamma, codes):
-    """Whether each label's leave-one-out mean under the summed model
-    (:func:`~skmcal.evidence.sum_loo_means`, blocks as ``_sum_blocks()`` gives them)
-    predicts its class ``codes``."""
-    means = sum_loo_means(spectral, full, targets, eps, gamma)
-    guess = np.argmax(means, axis=1) if means.shape[1] > 1 else (means[:, 0] > 0)
-    return guess == codes
-
-
-#: What a fit of ``SpectralGraphClassifier`` leaves on it: its fitted attributes and
-#: the private state its predictions read.
-_FITTED = (
-    "classes_", "class_weight_", "target_scale_", "model_", "kernel_", "loss_", "graph_",
-    "node_set_", "eigenvalues_", "eigenvectors_", "labeled_nodes_", "posterior_", "coef_",
-    "tau_", "gamma_", "n_iter_", "_node_source", "_fallback_class", "_unreached",
-)  # fmt: skip
-
-
-def _same_params(a, b) -> bool:
-    """Whether two ``get_params(deep=False)`` dicts hold the same values (objects
-    identical, or equal plain values)."""
-
-    def same(x, y):
-        if x is y:
-            return True
-        if type(x) is not type(y) or not isinstance(x, (str, Real, tuple, dict, type(None))):
-            return False
-        try:
-            return bool(x == y)
-        except (TypeError, ValueError):  # containers of arrays
-            return False
-
-    return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
 
 
 def _is_nan(value) -> bool:
@@ -891,11 +814,6 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     True
     """
 
-    #: Set on the first phase's model that ``model="auto"`` keeps beside the summed
-    #: one (``_weigh_first_phase()``): spectral, with the first phase's grids and
-    #: weights, at every label count.
-    _first_phase = False
-
     _parameter_constraints: dict = {
         "loss": [StrOptions(set(LOSS_OPTIONS))],
         "model": [StrOptions(set(MODELS))],
@@ -1123,7 +1041,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         model = self.model
         if model == "auto":
             gaussian = self.loss == "auto" or LOSSES[self.loss].closed_form
-            enough = n_labeled >= AUTO_SUM_MIN_LABELS and not self._first_phase
+            enough = n_labeled >= AUTO_SUM_MIN_LABELS
             summed = gaussian and enough and n_nodes <= AUTO_SUM_MAX_NODES
             model = "sum" if summed else "spectral"
         return auto_loss(model) if self.loss == "auto" else self.loss, model
@@ -1133,10 +1051,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         resolved one; fewer labels than :data:`~skmcal.classifier.AUTO_SUM_MIN_LABELS`),
         where ``"auto"`` searches :data:`~skmcal.classifier.AUTO_FEW_LABELS_GAMMAS` and
         the taus of :data:`~skmcal.classifier.AUTO_FEW_LABELS_MAX_SHARE`."""
-        return (
-            self.model == "auto" and model == "spectral"
-            and (n_labeled < AUTO_SUM_MIN_LABELS or self._first_phase)
-        )  # fmt: skip
+        return self.model == "auto" and model == "spectral" and n_labeled < AUTO_SUM_MIN_LABELS
 
     @staticmethod
     def _spectral_taus(graph, few=False):
@@ -1544,62 +1459,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         self._fit_signature = signature
         self._node_source = graph.point_sources(labeled_nodes)
         self._note_unlabeled_components(codes)
-        if self.model == "auto" and model == "sum":
-            self._weigh_first_phase(X, y, labeled_nodes, codes, classes.size, loss, weights, level)
         return self
-
-    def _weigh_first_phase(self, X, y, labeled_nodes, codes, n_classes, loss, weights, level):
-        """``model="auto"`` from :data:`~skmcal.classifier.AUTO_SUM_MIN_LABELS` labels on:
-        keep the summed model just fitted, unless the first phase's model (the spectral
-        one, fitted as below that count, on the same labels) predicts the labels better,
-        each from the others, by :data:`~skmcal.classifier.AUTO_MODEL_MARGIN` in
-        :func:`balanced_hits`; then take its fit (``model_`` says which).
-
-        The summed model's leave-one-out means are those of its grid search, at the
-        point it chose (targets of one); the spectral model's,
-        :meth:`~skmcal.posterior.LaplacePosterior.loo_latent`. The first phase's model
-        is kept between fits (``warm_start``), beside this one's state.
-        """
-        params = self.get_params(deep=False)
-        first = getattr(self, "_first_phase_model", None)
-        if (
-            first is None
-            or not self.warm_start
-            or not _same_params(first.get_params(deep=False), params)
-        ):
-            first = type(self)(**params)
-            first._first_phase = True
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # this fit has warned of the same data
-            first.fit(X, y)
-        self._first_phase_model = first
-        point = self.sum_prior_
-        spectral, full, unit = self._sum_blocks(
-            self.graph_, labeled_nodes, [point["tau_s"]], [point["tau_f"]],
-            loss.encode(codes, n_classes), weights,
-        )  # fmt: skip
-        summed = balanced_hits(
-            _sum_loo_correct(spectral[0], full[0], unit, point["eps"], point["gamma"], codes),
-            codes,
-        )
-        first_loss = LOSSES[first.loss_]
-        first_weights = first.class_weight_[codes]
-        latent = first.posterior_.loo_latent(
-            labeled_nodes, first_loss.encode(codes, n_classes),
-            None if np.all(first_weights == 1.0) else first_weights,
-        )  # fmt: skip
-        guess = np.argmax(latent, axis=1) if latent.ndim == 2 else (latent > 0)
-        spectral_hits = balanced_hits(guess == codes, codes)
-        take = spectral_hits > summed + AUTO_MODEL_MARGIN
-        logger.log(
-            level, "Model by the labels' leave-one-out predictions (balanced): summed "
-            "%.3f, spectral (the first phase's) %.3f: %s.",
-            summed, spectral_hits, "spectral" if take else "summed",
-        )  # fmt: skip
-        if take:
-            for name in _FITTED:
-                setattr(self, name, getattr(first, name))
-            self.__dict__.pop("sum_prior_", None)
 
     def _class_weights(self, model, classes, codes):
         """``class_weight_`` of this fit: the weight of each class's labels under
@@ -1857,28 +1717,10 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         by their square roots (``sqrt(w_i w_j) K_ij``, ``sqrt(w_i) y_i``: unit noise
         there is noise ``gamma^2 / w_i`` here, the criterion shifted by a constant), and
         the leave-one-out means, scaled alike, predict the same classes."""
-        taus_s, taus_f, gammas = self._sum_grids(graph)
-        if not solver_for(graph.weights).greens_fit(len(taus_f), np.unique(labeled_nodes).size):
-            taus_f = [last[1][1] if last is not None else taus_f[len(taus_f) // 2]]
-        spectral, full, targets = self._sum_blocks(
-            graph, labeled_nodes, taus_s, taus_f, targets, weights
-        )
-        i, j, eps, g, _, _ = select_sum_hyperparameters(
-            spectral, full, targets, SUM_EPSILONS, gammas, criterion="loo"
-        )
-        correct = None
-        if compare:
-            correct = _sum_loo_correct(spectral[i], full[j], targets, eps, g, codes)
-        return (float(taus_s[i]), float(taus_f[j]), eps, g), correct
-
-    def _sum_blocks(self, graph, labeled_nodes, taus_s, taus_f, targets, weights=None):
-        """The summed model's blocks at the labeled nodes, as its choices see them:
-        ``(spectral, full, targets)``, the spectral blocks at ``taus_s`` and the
-        full graph's at ``taus_f`` (:func:`~skmcal.fullgraph.spectral_block`,
-        :func:`~skmcal.fullgraph.green_block`), each scaled to unit mean variance
-        (:func:`~skmcal.evidence.unit_scale`); with ``weights``, blocks and targets
-        scaled by their square roots (see ``_sum_search()``)."""
         solver = solver_for(graph.weights)
+        taus_s, taus_f, gammas = self._sum_grids(graph)
+        if not solver.greens_fit(len(taus_f), np.unique(labeled_nodes).size):
+            taus_f = [last[1][1] if last is not None else taus_f[len(taus_f) // 2]]
         spectral = [spectral_block(graph.eigenvalues, graph.eigenvectors, labeled_nodes, t)
                     for t in taus_s]  # fmt: skip
         full = [green_block(graph.weights, labeled_nodes, t, tol=self._solve_tol(), solver=solver)
@@ -1891,7 +1733,15 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             spectral = [scale * K for K in spectral]
             full = [scale * K for K in full]
             targets = targets * (root[:, None] if targets.ndim == 2 else root)
-        return spectral, full, targets
+        i, j, eps, g, _, _ = select_sum_hyperparameters(
+            spectral, full, targets, SUM_EPSILONS, gammas, criterion="loo"
+        )
+        correct = None
+        if compare:
+            means = sum_loo_means(spectral[i], full[j], targets, eps, g)
+            guess = np.argmax(means, axis=1) if means.shape[1] > 1 else (means[:, 0] > 0)
+            correct = guess == codes
+        return (float(taus_s[i]), float(taus_f[j]), eps, g), correct
 
     def _narrow_graph(self, nodes, graph):
         """The Gaussian graph of :data:`~skmcal.classifier.AUTO_NARROW_SCALE` that
