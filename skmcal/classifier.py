@@ -1608,7 +1608,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 class_offset(graph.weights, labeled_nodes, targets),
             )
         if model == "full" and loss.closed_form:
-            nugget = remainder_variance(graph.eigenvalues, graph.weights, tau)
+            nugget = remainder_variance(
+                graph.eigenvalues, graph.weights, tau, trace=graph.laplacian_trace
+            )
         return posterior_around(
             loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma, latent,
             n_threads=n_threads, n_iter=n_iter, converged=converged, offset=offset,
@@ -1699,7 +1701,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ratio = eps * fit.full_scale / fit.spectral_scale
         lam = graph.eigenvalues
         prior = 1.0 / (1.0 / (lam + tau_s**2) + ratio / (lam + tau_f**2))
-        nugget = ratio * remainder_variance(lam, graph.weights, tau_f)
+        nugget = ratio * remainder_variance(
+            lam, graph.weights, tau_f, trace=graph.laplacian_trace
+        )
         posterior = posterior_around(
             loss, prior, graph.eigenvectors, labeled_nodes, targets, gamma, fit.latent,
             n_threads=self._n_threads(), n_iter=0, converged=fit.converged, nugget=nugget,

@@ -692,6 +692,11 @@ class SpectralGraph:
         """Number of nodes."""
         return self.eigenvectors.shape[0]
 
+    @functools.cached_property
+    def laplacian_trace(self) -> float:
+        """``tr L`` (:func:`laplacian_trace`), computed once: the weights never change."""
+        return laplacian_trace(self.weights)
+
     @property
     def n_points(self) -> int:
         """Number of distinct points (equal nodes are one point)."""
@@ -1281,6 +1286,33 @@ def normalized_adjacency(W) -> sp.csr_matrix:
     scale *= s[A.indices]
     A.data *= scale
     return A
+
+
+def laplacian_trace(W) -> float:
+    """``tr L`` of ``L = I - D^-1/2 W D^-1/2``: ``n - sum_i w_ii / d_i``.
+
+    The sum runs over the nodes with edges; a node without any counts 1 (its
+    row of ``L`` is ``e_i'``, as in :func:`skmcal.fullgraph.normalized_laplacian`).
+
+    Parameters
+    ----------
+    W : sparse matrix of shape (n_nodes, n_nodes)
+        Symmetric non-negative affinity.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> laplacian_trace(sp.csr_matrix([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]))
+    2.5
+    """
+    W = sp.csr_matrix(W)
+    degrees = np.asarray(W.sum(axis=1)).ravel()
+    edged = degrees > 0
+    return float(W.shape[0] - np.sum(W.diagonal()[edged] / degrees[edged]))
 
 
 def _orthonormal_columns(Y):

@@ -28,7 +28,11 @@ from skmcal.datasets import (
 )
 
 SHARED = get_data_home()  # ../shared/data, set by tests/conftest.py
-FASHION = Path("/usr/share/datasets/fashion-mnist")
+#: Where load_fashion_mnist() looks with data_home=None: the data home, then Debian's folder.
+DEBIAN_FASHION = Path("/usr/share/datasets/fashion-mnist")
+FASHION = next(
+    (path for path in (SHARED / "fashion-mnist", DEBIAN_FASHION) if path.exists()), DEBIAN_FASHION
+)
 
 MNIST_TEST_COUNTS = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
 SAMSON_COUNTS = [3015, 3666, 2344]

@@ -18,6 +18,7 @@ import scipy.sparse as sp
 
 from skmcal import SpectralGraphClassifier, acquisition, model_change, sopt, vopt
 from skmcal.fitting import posterior_around, remainder_variance
+from skmcal.graph import laplacian_trace
 from skmcal.losses import LOSSES
 
 from _oracle import blobs, dense_laplacian, plane_knn_graph, semi_supervised
@@ -92,6 +93,27 @@ def test_remainder_variance_counts_self_loops_in_the_trace():
     np.testing.assert_allclose(
         remainder_variance(lam[:5], W, 0.2), 1.0 / (lam[5:].mean() + 0.04), rtol=1e-12
     )
+
+
+def test_laplacian_trace_is_the_dense_trace_and_kept_with_the_graph():
+    W, _ = plane_knn_graph(30, seed=3)
+    W = sp.lil_matrix(sp.csr_matrix(W) + sp.diags(np.linspace(0.1, 1.0, 30)))
+    W[7, :] = 0.0  # an isolated node: its row of L is e_7'
+    W[:, 7] = 0.0
+    W = sp.csr_matrix(W)
+    rest = np.delete(np.arange(30), 7)
+    expected = np.trace(dense_laplacian(W[rest][:, rest])) + 1.0
+    assert laplacian_trace(W) == pytest.approx(expected, rel=1e-13)
+    clf, X, y = _fit()
+    graph = clf.graph_
+    dense = np.trace(dense_laplacian(graph.weights.toarray()))
+    assert graph.laplacian_trace == pytest.approx(dense, rel=1e-13)
+    assert "laplacian_trace" in vars(graph)  # computed once, with the fit's nugget
+    for tau in (0.01, 0.3):
+        lam = graph.eigenvalues
+        assert remainder_variance(lam, graph.weights, tau, trace=graph.laplacian_trace) == (
+            remainder_variance(lam, graph.weights, tau)
+        )
 
 
 # ------------------------------------------------------------- the classifier
