@@ -55,7 +55,7 @@ from .fullgraph import (
 )
 from .graph import GRAPH_CACHE, NODE_DTYPES, GraphParams, NodeSet, node_set, phase_level
 from .losses import LOSSES, target_scales
-from .poisson import poisson_learning
+from .poisson import poisson_learning, target_units
 
 logger = logging.getLogger(__name__)
 
@@ -1593,6 +1593,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             latent = poisson_learning(graph.weights, labeled_nodes, codes, n_classes)
             if not loss.multiclass:  # binary: the difference of the two class scores
                 latent = latent[:, 1] - latent[:, 0]
+            # in the targets' units, where the strategies' look-ahead fits them
+            latent = latent * target_units(latent, labeled_nodes, targets)
             n_iter, converged = 0, True
         else:
             solution = fit_full_graph(

@@ -164,3 +164,48 @@ def poisson_learning(
         totals = counts.sum(axis=1, keepdims=True)
         U += np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)[components]
     return U * correction
+
+
+def target_units(scores, labeled, targets) -> float:
+    """The factor that puts Poisson scores in the units of the targets at the labels.
+
+    Poisson learning's scores have a scale of their own (that of the graph's
+    Green's function: small on a large graph), while the query strategies'
+    look-ahead fits targets of one around them (:func:`skmcal.fitting.posterior_around`):
+    with scores far below one every candidate's residual ``t_k - u_k`` is about
+    ``t_k``, and model change loses its uncertainty. The least-squares factor
+    ``c = <S_L, T> / <S_L, S_L>`` (``S_L`` the scores at the labeled nodes,
+    ``T`` their targets) takes them to those units; a positive factor leaves
+    every prediction (the argmax, or the sign) as it was. Where ``c`` is not
+    positive and finite (scores that do not follow the labels), 1.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n_nodes,) or (n_nodes, n_columns)
+        Poisson scores (binary: the difference of the two classes').
+    labeled : ndarray of shape (n_labeled,)
+        Node of each label.
+    targets : ndarray of shape (n_labeled,) or (n_labeled, n_columns)
+        Their targets (``loss.encode``).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> target_units(np.array([0.02, -0.01, 0.0]), np.array([0, 1]), np.array([1.0, -1.0]))
+    60.0
+    """
+    scores = np.asarray(scores, dtype=float)
+    at_labels = scores[np.asarray(labeled, dtype=np.intp)]
+    targets = np.asarray(targets, dtype=float)
+    if at_labels.shape != targets.shape:
+        raise ValueError(
+            f"targets must have the shape of the scores at the labeled nodes, "
+            f"{at_labels.shape}; got {targets.shape}."
+        )
+    norm = float(np.sum(at_labels * at_labels))
+    factor = float(np.sum(at_labels * targets)) / norm if norm > 0 else 1.0
+    return factor if np.isfinite(factor) and factor > 0 else 1.0

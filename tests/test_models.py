@@ -131,6 +131,11 @@ def test_poisson_model_predicts_the_argmax_of_poisson_learning():
     scores = poisson_learning(clf.graph_.weights, labeled, y[labeled], 3)
     np.testing.assert_array_equal(clf.transduction_, np.argmax(scores, axis=1))
     assert np.mean(clf.transduction_ == y_true) > 0.9
+    # the latent values are the scores in the targets' units (least squares at the labels)
+    onehot = np.eye(3)[y[labeled]]
+    factor = np.sum(scores[labeled] * onehot) / np.sum(scores[labeled] ** 2)
+    assert factor > 1.0  # the raw scores are smaller than the targets
+    np.testing.assert_allclose(clf.posterior_.latent(slice(None)), factor * scores, rtol=1e-6)
 
 
 @pytest.mark.parametrize("model", ["full", "poisson"])

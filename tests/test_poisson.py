@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from skmcal.fullgraph import LaplacianSolver
-from skmcal.poisson import poisson_learning
+from skmcal.poisson import poisson_learning, target_units
 
 from _oracle import plane_knn_graph
 
@@ -111,3 +111,20 @@ def test_components_labeled_with_one_class_predict_it():
     np.testing.assert_array_equal(predicted[:5], 0)
     np.testing.assert_array_equal(predicted[5:10], 1)
     assert predicted[10] == 0 and predicted[14] == 2
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_target_units_is_the_least_squares_factor(k):
+    rng = np.random.RandomState(4)
+    scores = 0.01 * rng.randn(20, k)
+    labeled = np.array([3, 7, 11, 2, 19])
+    targets = scores[labeled] * 40.0 + 0.001 * rng.randn(5, k)
+    if k == 1:
+        scores, targets = scores[:, 0], targets[:, 0]
+    expected = np.linalg.lstsq(scores[labeled].reshape(-1, 1), targets.reshape(-1), rcond=None)[0]
+    assert target_units(scores, labeled, targets) == pytest.approx(float(expected[0]), rel=1e-12)
+    # scores against the labels, or none at them: left as they are
+    assert target_units(scores, labeled, -targets) == 1.0
+    assert target_units(np.zeros(20), labeled, np.ones(5)) == 1.0
+    with pytest.raises(ValueError, match="shape of the scores"):
+        target_units(scores, labeled, np.ones(4))
