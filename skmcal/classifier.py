@@ -393,7 +393,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         learning).
         ``poisson``: Poisson
         learning (Calder et al. 2020; :mod:`skmcal.poisson`; binary losses
-        take the difference of the two class scores). ``sum`` (``gr`` and
+        take the difference of the two class scores), its scores scaled to the
+        targets' units at the labels (:func:`skmcal.poisson.target_units`). ``sum`` (``gr`` and
         ``mgr`` only): the spectral prior plus the full graph's, ``a (c_s V
         Lambda_{tau_s}^-1 V' + eps c_f (L + tau_f^2 I)^-1)``, each part
         scaled to unit mean variance at the labeled nodes, with ``tau_s``,

@@ -23,6 +23,10 @@ the full-graph models (:class:`skmcal.fullgraph.LaplacianSolver`). On a graph
 of several connected components the constraint holds on each component, and
 each component's sources are balanced to sum to zero (a component without
 labels gets scores 0).
+
+The classifier's ``model="poisson"`` scales the scores to the units of the
+targets at the labels (:func:`target_units`) before the query strategies see
+them; its predictions are those of the scores.
 """
 
 from __future__ import annotations
