@@ -1,8 +1,8 @@
 """skmcal.datasets: the synthetic set, the IDX parser and the real-data loaders.
 
 Loaders of real data run on the files in ../shared/data (beside the
-repository; tests/conftest.py makes it the data home) and
-/usr/share/datasets/fashion-mnist when they exist, and skip otherwise;
+repository; tests/conftest.py makes it the data home; Fashion-MNIST there or
+in /usr/share/datasets/fashion-mnist) when they exist, and skip otherwise;
 everything else runs on tiny files written to tmp_path.
 """
 
