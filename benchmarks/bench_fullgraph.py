@@ -18,7 +18,7 @@ the nodes) and a refit on the labels so far: median and max seconds of the
 query and of the refit, median / mean / max of the iteration (every few
 refits re-run the evidence of tau at three values), CPU time of the whole
 iteration, and the cores other
-processes used meanwhile (the machine is shared). At the end the last fit is
+processes used over the iterations (the machine is shared). At the end the last fit is
 compared with a cold solve to relative residual 1e-13 (largest latent
 difference, predictions that differ, accuracy on the unlabeled nodes). The
 graph goes through the classifier's ``memory`` cache in ``--graph-cache``.
@@ -152,20 +152,20 @@ def al_iterations(n, X, y, args, n_jobs):
     )
     labeled = list(random_labels(y, args.al_per_class, np.random.RandomState(0)))
     clf.fit(X[labeled], y[labeled])
-    query, refit, cpu, other = [], [], [], []
-    for it in range(args.al_iterations):
-        with h.Contention() as load:
-            t0 = time.perf_counter()
-            idx, _ = model_change(clf, pool, n_instances=5, candidates=0.1,
-                                  batch=args.al_batch, random_state=it)  # fmt: skip
-            t1 = time.perf_counter()
-            labeled.extend(idx)
-            clf.fit(X[labeled], y[labeled])
-            t2 = time.perf_counter()
-        query.append(1000 * (t1 - t0))
-        refit.append(1000 * (t2 - t1))
-        cpu.append(1000 * load.self_cpu_s)
-        other.append(load.other_cores)
+    query, refit, cpu = [], [], []
+    with h.Contention() as run:  # whole run: an iteration is too short for /proc/stat's ticks
+        for it in range(args.al_iterations):
+            with h.Contention() as load:
+                t0 = time.perf_counter()
+                idx, _ = model_change(clf, pool, n_instances=5, candidates=0.1,
+                                      batch=args.al_batch, random_state=it)  # fmt: skip
+                t1 = time.perf_counter()
+                labeled.extend(idx)
+                clf.fit(X[labeled], y[labeled])
+                t2 = time.perf_counter()
+            query.append(1000 * (t1 - t0))
+            refit.append(1000 * (t2 - t1))
+            cpu.append(1000 * load.self_cpu_s)
     nodes = np.asarray(labeled)
     got = clf.posterior_.base
     if args.al_model == "full":
@@ -183,7 +183,7 @@ def al_iterations(n, X, y, args, n_jobs):
         "query": (np.median(query), max(query)), "refit": (np.median(refit), max(refit)),
         "iteration": (np.median(total), np.mean(total), max(total)), "cpu": np.median(cpu),
         "n_jobs": n_jobs, "tol": clf.tol,
-        "other": np.nanmedian(other) if np.isfinite(other).any() else float("nan"),
+        "other": run.other_cores,
         "error": float("nan") if tight is None else np.abs(got - tight).max() / np.abs(tight).max(),
         "flips": "-" if tight is None else int(np.sum(got.argmax(1) != tight.argmax(1))),
         "accuracy": (np.mean(got[rest].argmax(1) == y[rest]),
@@ -252,7 +252,7 @@ def main(argv=None):
                   f"per class, then {args.al_iterations} iterations of model_change "
                   f"(5 among 10% candidates, batch {args.al_batch!r}) + refit; ms, median / max; "
                   "`other cores`: CPU "
-                  "used by other processes meanwhile (median)", "",
+                  "used by other processes meanwhile (over the iterations)", "",
                   "| N | n_jobs | tol | query | refit | iteration (median / mean / max) "
                   "| CPU | other cores | labels at end "
                   "| tau, gamma | max latent error vs tol 1e-13 (relative) | predictions "

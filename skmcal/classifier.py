@@ -29,6 +29,7 @@ from ._threads import small_algebra, solver_threads
 from .evidence import (
     DEFAULT_GAMMAS,
     DEFAULT_TAUS,
+    FULL_EVIDENCE_TOL,
     FULL_GAMMAS,
     FULL_TAUS,
     LAPLACE_GAMMAS,
@@ -515,8 +516,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         ``gamma_`` is the equivalent gamma of the unscaled prior. With
         ``model="full"`` and ``gr``/``mgr``: tau and gamma by the full
         model's own evidence (:func:`skmcal.evidence.select_full_hyperparameters`,
-        :data:`~skmcal.evidence.FULL_TAUS` x :data:`~skmcal.evidence.FULL_GAMMAS`);
-        with the other losses, DEFAULT_GAMMAS as they are. ``model="sum"``:
+        :data:`~skmcal.evidence.FULL_TAUS` x :data:`~skmcal.evidence.FULL_GAMMAS`;
+        a warm refit's search climbs along the taus from the last choice and
+        solves the other taus' Green's columns to
+        :data:`~skmcal.evidence.FULL_EVIDENCE_TOL`); with the other losses,
+        DEFAULT_GAMMAS as they are. ``model="sum"``:
         the leave-one-out density of its labels over
         :data:`~skmcal.evidence.SUM_GAMMAS`, relative to the prior scaled to
         unit mean variance at the labeled nodes (a given gamma is that
@@ -950,7 +954,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
 
         ``model="full"`` with ``gr``/``mgr``: the full model's own evidence
         (:func:`skmcal.evidence.select_full_hyperparameters` over
-        :data:`~skmcal.evidence.FULL_TAUS` x :data:`~skmcal.evidence.FULL_GAMMAS`)
+        :data:`~skmcal.evidence.FULL_TAUS` x :data:`~skmcal.evidence.FULL_GAMMAS`;
+        a warm search climbs from the last tau, whose columns it solves at the
+        fits' tolerance, the other taus' at ``FULL_EVIDENCE_TOL``)
         while the Green's columns of the labeled nodes at every tau fit in
         :data:`skmcal.fullgraph.MAX_GREEN_BYTES`; beyond, a warm refit keeps
         the last choice. Otherwise the spectral evidence:
@@ -988,9 +994,14 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             # this fit's columns at every tau, whatever the solver's cache holds
             # (columns of other fits): the choice of rule must not depend on it
             if solver.greens_fit(len(taus), nodes.size):
+                # a warm search climbs from the last choice (select_full_hyperparameters),
+                # whose columns the fit needs at tol; the other taus' at FULL_EVIDENCE_TOL
+                start = last[1] if last is not None and last[1] in taus else None
+                tol = self._solve_tol()
                 tau, gamma, _ = select_full_hyperparameters(
                     lambda t: green_block(
-                        graph.weights, labeled_nodes, t, tol=self._solve_tol(), solver=solver
+                        graph.weights, labeled_nodes, t, solver=solver,
+                        tol=tol if t == start else max(tol, FULL_EVIDENCE_TOL),
                     ),
                     loss.encode(codes, n_classes),  # choices on unit targets (_encode)
                     taus,
@@ -999,7 +1010,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                         offset_direction(graph.weights, labeled_nodes, solver=solver)
                         if self._free_offset(model, loss) else None
                     ),
-                )
+                    start=start,
+                )  # fmt: skip
                 self._auto_choice = (n_labeled, tau, gamma)
                 return tau, gamma, None
             if last is not None:

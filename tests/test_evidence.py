@@ -306,6 +306,72 @@ def test_select_full_hyperparameters_takes_the_grid_maximum():
     assert (tau, gamma) == (taus[i], gammas[j])
 
 
+def _reference_climb(rows, start):
+    """The climb of ``select_full_hyperparameters(start=)`` on known row maxima: the
+    visited indices, moving to the first better neighbour (the lower one tried first)."""
+    i, visited = start, {start}
+    while True:
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(rows):
+                visited.add(j)
+                if rows[j] > rows[i]:
+                    i = j
+                    break
+        else:
+            return visited
+
+
+@pytest.mark.parametrize("second_peak", [False, True])
+def test_select_full_hyperparameters_climb(second_peak):
+    """From every start: the taus solved and the choice are those of a climb on the dense
+    table; where the taus' best values have one peak, the choice is the grid's maximum.
+    The labels are unrelated to the graph: the evidence rises with tau. ``second_peak``:
+    one tau's block a random one of rank two (plus a small ridge), whose evidence is the
+    lowest, so that the tau below it is a second peak."""
+    L, labeled, codes, w = _full_problem()
+    Y = np.eye(N_CLASSES)[codes]
+    taus, gammas = (0.01, 0.03, 0.1, 0.3, 1.0), (0.05, 0.2, 1.0)
+    odd = 3 if second_peak else None
+    A = np.random.RandomState(0).randn(labeled.size, 2)
+
+    def dense(tau):
+        if taus.index(tau) == odd:
+            return A @ A.T + 0.01 * np.eye(labeled.size)
+        return np.linalg.inv(L + tau**2 * np.eye(L.shape[0]))[np.ix_(labeled, labeled)]
+
+    expected = np.array([[_dense_full_evidence(dense(t), Y, g, w) for g in gammas] for t in taus])
+    rows = expected.max(axis=1)
+    peaks = [i for i in range(len(taus)) if all(
+        rows[i] > rows[j] for j in (i - 1, i + 1) if 0 <= j < len(taus)
+    )]  # fmt: skip
+    assert len(peaks) == (2 if second_peak else 1)
+    for start in range(len(taus)):
+        solved = []
+
+        def block(tau, solved=solved):
+            solved.append(tau)
+            return dense(tau)
+
+        tau, gamma, table = select_full_hyperparameters(
+            block, Y, taus, gammas, offset=w, start=taus[start]
+        )
+        visited = _reference_climb(rows, start)
+        assert sorted(solved) == sorted(taus[i] for i in visited)  # each once
+        for i in range(len(taus)):
+            if i in visited:
+                np.testing.assert_allclose(table[i], expected[i], rtol=1e-8)
+            else:
+                assert np.isnan(table[i]).all()
+        i = max(visited, key=lambda k: rows[k])
+        assert (tau, gamma) == (taus[i], gammas[int(np.argmax(expected[i]))])
+        if not second_peak:
+            assert i == peaks[0] == int(np.argmax(rows))
+    if second_peak:  # a climb that meets the lower peak first stops there
+        low = min(peaks, key=lambda k: rows[k])
+        tau, _, _ = select_full_hyperparameters(dense, Y, taus, gammas, offset=w, start=taus[low])
+        assert tau == taus[low] != taus[int(np.argmax(rows))]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
@@ -321,6 +387,10 @@ def test_full_evidence_errors(kwargs, match):
         full_log_evidence(**args)
     with pytest.raises(ValueError, match="taus must be a non-empty grid"):
         select_full_hyperparameters(lambda t: np.eye(3), np.ones(3), taus=(), gammas=(0.1,))
+    with pytest.raises(ValueError, match=r"start must be one of the taus \[0.1 0.2\]; got 0.3"):
+        select_full_hyperparameters(
+            lambda t: np.eye(3), np.ones(3), taus=(0.1, 0.2), gammas=(0.1,), start=0.3
+        )
 
 
 def test_constant_share_against_the_dense_prior():

@@ -510,6 +510,48 @@ def test_classifier_full_refits_reuse_the_auto_choice(monkeypatch):
         clf.posterior_.base, cold.posterior_.base, atol=1e-5 * np.abs(cold.posterior_.base).max()
     )
 
+def test_classifier_full_search_climbs_from_the_last_choice(monkeypatch):
+    """model="full": a cold fit searches every tau, a warm search climbs from the last
+    choice; the columns of that tau are solved at the classifier's tol (the fit needs
+    them), those of the others at FULL_EVIDENCE_TOL."""
+    from sklearn.datasets import make_moons
+
+    import skmcal.classifier as module
+    from skmcal import SpectralGraphClassifier
+    from skmcal.evidence import FULL_EVIDENCE_TOL, FULL_TAUS
+
+    starts, solves = [], []
+    select, block = module.select_full_hyperparameters, module.green_block
+
+    def recording_select(*args, start=None, **kwargs):
+        starts.append(start)
+        solves.append([])
+        return select(*args, start=start, **kwargs)
+
+    def recording_block(weights, labeled, tau, *, tol, solver):
+        solves[-1].append((tau, tol))
+        return block(weights, labeled, tau, tol=tol, solver=solver)
+
+    monkeypatch.setattr(module, "select_full_hyperparameters", recording_select)
+    monkeypatch.setattr(module, "green_block", recording_block)
+    X, y_true = make_moons(200, noise=0.05, random_state=0)
+    order = np.random.RandomState(0).permutation(200)
+    clf = SpectralGraphClassifier("mgr", model="full", n_eigs=20, tol=1e-9)
+    chosen = []
+    for size in (8, 10):
+        y = np.full(200, -1)
+        y[order[:size]] = y_true[order[:size]]
+        clf.fit(X, y)
+        chosen.append(clf.tau_)
+    assert starts == [None, chosen[0]]
+    assert solves[0] == [(tau, FULL_EVIDENCE_TOL) for tau in FULL_TAUS]
+    warm = dict(solves[1])
+    assert warm[chosen[0]] == 1e-9
+    assert all(tol == FULL_EVIDENCE_TOL for tau, tol in warm.items() if tau != chosen[0])
+    i = FULL_TAUS.index(chosen[0])  # the climb tries the smaller neighbour first
+    assert FULL_TAUS[i - 1 if i > 0 else i + 1] in warm
+
+
 def test_green_block_is_the_labeled_block_of_the_inverse():
     """K at two taus (both kept: switching back solves nothing), a node labeled twice."""
     W, _ = _graph(n=200, seed=9)
