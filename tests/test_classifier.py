@@ -850,13 +850,13 @@ def test_looser_tol_takes_fewer_iterations(loss):
 def test_auto_tol_is_tight_for_spectral_newton_and_the_solver_default_for_sparse_solves(
     model, monkeypatch
 ):
-    """tol="auto": 1e-10 for the spectral model's Newton, DEFAULT_TOL for the sparse
-    solves (full-graph fits, the summed model and its Green's columns); a given tol
-    goes to every one. The full model's evidence (a cold fit: every tau) solves its
-    Green's columns to the larger of tol and FULL_EVIDENCE_TOL."""
+    """tol="auto": AUTO_NEWTON_TOL (1e-10) for the spectral model's Newton,
+    AUTO_SOLVE_TOL (1e-6) for the sparse solves (full-graph fits, the summed model and
+    its Green's columns); a given tol goes to every one. The full model's evidence (a
+    cold fit: every tau) solves its Green's columns to the larger of tol and
+    FULL_EVIDENCE_TOL."""
     import skmcal.classifier as module
     from skmcal.evidence import FULL_EVIDENCE_TOL
-    from skmcal.fullgraph import DEFAULT_TOL
 
     seen = []
     for name in ("fit_posterior", "fit_full_graph", "green_block", "fit_sum_graph"):
@@ -869,18 +869,18 @@ def test_auto_tol_is_tight_for_spectral_newton_and_the_solver_default_for_sparse
         monkeypatch.setattr(module, name, spy)
     X, _, y = blobs([(0, 0), (5, 0), (0, 5)], labels_per_class=3)
     loss = "ce" if model == "spectral" else "mgr"
-    for tol, expected in (("auto", None), (1e-6, 1e-6)):
+    for tol, expected in (("auto", None), (1e-7, 1e-7)):
         seen.clear()
         SpectralGraphClassifier(loss=loss, model=model, tol=tol).fit(X, y)
         assert seen
         for name, got in seen:
             want = expected
             if want is None:
-                want = module.AUTO_NEWTON_TOL if name == "fit_posterior" else DEFAULT_TOL
+                want = module.AUTO_NEWTON_TOL if name == "fit_posterior" else module.AUTO_SOLVE_TOL
             if model == "full" and name == "green_block":
                 want = max(want, FULL_EVIDENCE_TOL)
             assert got == want, name
-    assert module.AUTO_NEWTON_TOL == 1e-10 and DEFAULT_TOL == 1e-8
+    assert module.AUTO_NEWTON_TOL == 1e-10 and module.AUTO_SOLVE_TOL == 1e-6
     with pytest.raises(ValueError, match="tol"):
         SpectralGraphClassifier(tol="fast").fit(X, y)
 

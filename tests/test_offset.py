@@ -33,7 +33,7 @@ def _data(n_labeled=12, seed=4):
 def test_no_offset_is_the_dense_gaussian_map(tau, gamma):
     X, y, y_true, labeled = _data()
     clf = SpectralGraphClassifier(
-        "mgr", model="full", offset=None, tau=tau, gamma=gamma, n_eigs=20
+        "mgr", model="full", offset=None, tau=tau, gamma=gamma, n_eigs=20, tol=1e-10
     ).fit(X, y)
     expected = full_graph_map(LOSSES["mgr"], clf.graph_.weights, labeled,
                               np.eye(N_CLASSES)[y_true[labeled]], tau, gamma)  # fmt: skip

@@ -226,7 +226,8 @@ def test_classifier_sum_latent_and_covariance():
     """The latent of the chosen prior; the coefficients' covariance of the remainder model
     (the prior's projection on V less the white noise s, noise gamma_^2 + s; units a c_s)."""
     X, y, _ = _data()
-    clf = SpectralGraphClassifier("mgr", model="sum", n_eigs=10, cache=False).fit(X, y)
+    clf = SpectralGraphClassifier("mgr", model="sum", n_eigs=10, cache=False, tol=1e-10)
+    clf.fit(X, y)
     p = clf.sum_prior_
     W, lam, V = clf.graph_.weights, clf.eigenvalues_, clf.eigenvectors_
     labeled = np.flatnonzero(y != -1)

@@ -120,7 +120,7 @@ def test_full_model_is_linear_in_the_class_scales():
     unscaled fit's times the class's scale (the fit, its class offset included, is
     linear in the targets)."""
     X, y = unbalanced_blobs()
-    params = dict(loss="mgr", model="full", tau=0.1, gamma=0.3)
+    params = dict(loss="mgr", model="full", tau=0.1, gamma=0.3, tol=1e-10)
     scaled = _fit(X, y, target_scale="balanced", **params)
     unit = _fit(X, y, target_scale=None, **params)
     assert scaled.model_ == "full"
