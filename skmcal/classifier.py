@@ -87,7 +87,8 @@ AUTO_NEWTON_TOL = 1e-10
 #: defaults with model change, V-opt and uncertainty sampling, summed and
 #: full ``mgr`` with model change, Laplace learning with uncertainty
 #: sampling, the full model with all three; digits, Binary-Clusters, Samson,
-#: MNIST-test, 2 trials), and on 70,000 Fashion-MNIST images an iteration
+#: MNIST-test, 2 trials; the defaults with model change and uncertainty sampling
+#: on Fashion-MNIST, one trial), and on 70,000 Fashion-MNIST images an iteration
 #: took a median 138 / 134 ms against 173 / 161 (full ``mgr``) and 133 / 130
 #: against 159 / 186 (the summed model), values 4e-7 off a tight solve and no
 #: prediction apart (``benchmarks/results/bench_fullgraph_al_tol.md``).
