@@ -2,9 +2,10 @@
 
 ``tol="auto"`` stops the sparse solves of the full-graph and summed models at
 :data:`skmcal.classifier.AUTO_SOLVE_TOL` (1e-6; 1e-8 when the results in
-``results/tol_choice`` were made, 1e-10 before that). This script runs ``bench_accuracy.py``'s loop (its initial labels, candidates
-and tie breaks) for some of its methods as they are and again with
-``tol=1e-10`` (methods ``tol10-<name>``), then compares the two accuracy
+``results/tol_choice`` were made, 1e-10 before that). This script runs
+``bench_accuracy.py``'s loop (its initial labels, candidates and tie breaks)
+for some of its methods as they are and again with ``tol=1e-10`` (methods
+``tol10-<name>``), then compares the two accuracy
 curves point by point (trial, number of labels): how many points are
 identical and the largest difference. Different picks anywhere along a path
 would show as differences from there on.
