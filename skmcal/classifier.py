@@ -79,9 +79,10 @@ AUTO_NEWTON_TOL = 1e-10
 
 #: ``tol="auto"`` for the sparse solves of the full and summed models (the
 #: functions of :mod:`skmcal.fullgraph` default to the tighter
-#: :data:`~skmcal.fullgraph.DEFAULT_TOL`, 1e-8). Their stopping rule holds the
-#: values within about half the tolerance of an exact solve's
-#: (``benchmarks/results/bench_solver_tol.md``), and each factor of 10 costs
+#: :data:`~skmcal.fullgraph.DEFAULT_TOL`, 1e-8). Their stopping rule held the
+#: values within 0.2 to 2 times the tolerance of an exact solve's (relative to
+#: the largest; ``benchmarks/results/bench_solver_tol.md``, 10,000 nodes) and
+#: within 5 times at 70,000 nodes and 520 labels, and each factor of 10 costs
 #: about one conjugate-gradient iteration per Green's column. Against 1e-8, the
 #: benchmark's active-learning paths did not move (72 paths of 97 points: the
 #: defaults with model change, V-opt and uncertainty sampling, summed and
@@ -90,8 +91,10 @@ AUTO_NEWTON_TOL = 1e-10
 #: MNIST-test, 2 trials; the defaults with model change and uncertainty sampling
 #: on Fashion-MNIST, one trial), and on 70,000 Fashion-MNIST images an iteration
 #: took a median 138 / 134 ms against 173 / 161 (full ``mgr``) and 133 / 130
-#: against 159 / 186 (the summed model), values 4e-7 off a tight solve and no
-#: prediction apart (``benchmarks/results/bench_fullgraph_al_tol.md``).
+#: against 159 / 186 (the summed model), and over 100 iterations (to 520
+#: labels) of full ``mgr`` 139 ms against 174 (mean 158 against 193); the
+#: values 4e-7 (120 labels) and 4.6e-6 (520) off a tight solve, no prediction
+#: apart (``benchmarks/results/bench_fullgraph_al_tol.md``).
 AUTO_SOLVE_TOL = 1e-6
 
 #: The models of the latent function (the ``model`` parameter).
@@ -618,10 +621,11 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         scaled by ``min(1, gamma^2 / c)``, for Newton's losses the relative
         gradient norm, each entry divided by the Hessian's diagonal
         (:func:`skmcal.fullgraph.fit_full_graph`; "auto":
-        :data:`skmcal.classifier.AUTO_SOLVE_TOL`, 1e-6, which holds the
-        values within about 5e-7 of the exact solve's at any ``tau`` and
-        ``gamma``; each factor of 10 below costs about one more
-        conjugate-gradient iteration per column).
+        :data:`skmcal.classifier.AUTO_SOLVE_TOL`, 1e-6, which held the
+        values within a few times 1e-6 (relative to the largest) of the
+        exact solve's at every ``tau`` and ``gamma`` measured; each factor of
+        10 below costs about one more conjugate-gradient iteration per
+        column).
     warm_start : bool, default=True
         Start Newton's method from the previous ``coef_`` when refitting on
         the same graph with the same loss and classes (the active-learning
