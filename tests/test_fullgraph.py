@@ -510,6 +510,7 @@ def test_classifier_full_refits_reuse_the_auto_choice(monkeypatch):
         clf.posterior_.base, cold.posterior_.base, atol=1e-5 * np.abs(cold.posterior_.base).max()
     )
 
+
 def test_classifier_full_search_climbs_from_the_last_choice(monkeypatch):
     """model="full": a cold fit searches every tau, a warm search climbs from the last
     choice; the columns of that tau are solved at the classifier's tol (the fit needs
