@@ -16,7 +16,8 @@ tol) on a ``NodeSet`` of the first N rows, 2 labels per
 class, then iterations of ``model_change`` (5 queries among a random 10% of
 the nodes) and a refit on the labels so far: median and max seconds of the
 query and of the refit, median / mean / max of the iteration (every few
-refits re-run the evidence of tau at three values), CPU time of the whole
+refits re-run the evidence of tau), the same of the iterations whose refit
+did not (a private attribute of the classifier tells), CPU time of the whole
 iteration, and the cores other
 processes used over the iterations (the machine is shared). At the end the last fit is
 compared with a cold solve to relative residual 1e-13 (largest latent
@@ -152,7 +153,7 @@ def al_iterations(n, X, y, args, n_jobs):
     )
     labeled = list(random_labels(y, args.al_per_class, np.random.RandomState(0)))
     clf.fit(X[labeled], y[labeled])
-    query, refit, cpu = [], [], []
+    query, refit, cpu, searched = [], [], [], []
     with h.Contention() as run:  # whole run: an iteration is too short for /proc/stat's ticks
         for it in range(args.al_iterations):
             with h.Contention() as load:
@@ -166,6 +167,8 @@ def al_iterations(n, X, y, args, n_jobs):
             query.append(1000 * (t1 - t0))
             refit.append(1000 * (t2 - t1))
             cpu.append(1000 * load.self_cpu_s)
+            # a refit that searched tau and gamma again records its label count
+            searched.append(getattr(clf, "_auto_choice", (None,))[0] == len(labeled))
     nodes = np.asarray(labeled)
     got = clf.posterior_.base
     if args.al_model == "full":
@@ -178,10 +181,13 @@ def al_iterations(n, X, y, args, n_jobs):
         tight = None
     rest = np.setdiff1d(np.arange(n), nodes)
     total = np.add(query, refit)
+    plain = total[~np.asarray(searched, dtype=bool)]
     return {
         "n": n, "labels": nodes.size, "tau": clf.tau_, "gamma": clf.gamma_,
         "query": (np.median(query), max(query)), "refit": (np.median(refit), max(refit)),
         "iteration": (np.median(total), np.mean(total), max(total)), "cpu": np.median(cpu),
+        "plain": (plain.size, np.median(plain) if plain.size else np.nan,
+                  plain.max() if plain.size else np.nan),
         "n_jobs": n_jobs, "tol": clf.tol,
         "other": run.other_cores,
         "error": float("nan") if tight is None else np.abs(got - tight).max() / np.abs(tight).max(),
@@ -254,17 +260,20 @@ def main(argv=None):
                   "`other cores`: CPU "
                   "used by other processes meanwhile (over the iterations)", "",
                   "| N | n_jobs | tol | query | refit | iteration (median / mean / max) "
+                  "| without a search of tau, gamma: n, median / max "
                   "| CPU | other cores | labels at end "
                   "| tau, gamma | max latent error vs tol 1e-13 (relative) | predictions "
-                  "differing | accuracy (tight solve) |", "|---" * 13 + "|"]  # fmt: skip
+                  "differing | accuracy (tight solve) |", "|---" * 14 + "|"]  # fmt: skip
         for n in args.sizes:
             for n_jobs in args.n_jobs:
                 r = al_iterations(n, X, y, args, n_jobs)
                 lines.append(
                     "| {n} | {n_jobs} | {tol} | {q[0]:.0f} / {q[1]:.0f} | {f[0]:.0f} / {f[1]:.0f} "
-                    "| {i[0]:.0f} / {i[1]:.0f} / {i[2]:.0f} | {cpu:.0f} | {other:.2f} | {labels} "
+                    "| {i[0]:.0f} / {i[1]:.0f} / {i[2]:.0f} | {p[0]}, {p[1]:.0f} / {p[2]:.0f} "
+                    "| {cpu:.0f} | {other:.2f} | {labels} "
                     "| {tau:g}, {gamma:g} | {error:.1e} | {flips} | {a[0]:.4f} ({a[1]:.4f}) "
-                    "|".format(q=r["query"], f=r["refit"], i=r["iteration"], a=r["accuracy"], **r)
+                    "|".format(q=r["query"], f=r["refit"], i=r["iteration"], p=r["plain"],
+                               a=r["accuracy"], **r)
                 )  # fmt: skip
                 print(lines[-1], flush=True)
         lines.append("")
