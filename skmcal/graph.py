@@ -695,7 +695,7 @@ class SpectralGraph:
     @functools.cached_property
     def laplacian_trace(self) -> float:
         """``tr L`` (:func:`laplacian_trace`), computed once: the weights never change."""
-        return laplacian_trace(self.weights)
+        return laplacian_trace(self.weights, self.degrees)
 
     @property
     def n_points(self) -> int:
@@ -1288,7 +1288,7 @@ def normalized_adjacency(W) -> sp.csr_matrix:
     return A
 
 
-def laplacian_trace(W) -> float:
+def laplacian_trace(W, degrees=None) -> float:
     """``tr L`` of ``L = I - D^-1/2 W D^-1/2``: ``n - sum_i w_ii / d_i``.
 
     The sum runs over the nodes with edges; a node without any counts 1 (its
@@ -1298,6 +1298,9 @@ def laplacian_trace(W) -> float:
     ----------
     W : sparse matrix of shape (n_nodes, n_nodes)
         Symmetric non-negative affinity.
+    degrees : ndarray of shape (n_nodes,) or None, default=None
+        The row sums of ``W`` where known (:attr:`SpectralGraph.degrees`);
+        None: summed here.
 
     Returns
     -------
@@ -1310,7 +1313,7 @@ def laplacian_trace(W) -> float:
     2.5
     """
     W = sp.csr_matrix(W)
-    degrees = np.asarray(W.sum(axis=1)).ravel()
+    degrees = np.asarray(W.sum(axis=1)).ravel() if degrees is None else np.asarray(degrees)
     edged = degrees > 0
     return float(W.shape[0] - np.sum(W.diagonal()[edged] / degrees[edged]))
 

@@ -104,6 +104,8 @@ def test_laplacian_trace_is_the_dense_trace_and_kept_with_the_graph():
     rest = np.delete(np.arange(30), 7)
     expected = np.trace(dense_laplacian(W[rest][:, rest])) + 1.0
     assert laplacian_trace(W) == pytest.approx(expected, rel=1e-13)
+    degrees = np.asarray(W.sum(axis=1)).ravel()  # given: the same trace
+    assert laplacian_trace(W, degrees) == laplacian_trace(W)
     clf, X, y = _fit()
     graph = clf.graph_
     dense = np.trace(dense_laplacian(graph.weights.toarray()))
