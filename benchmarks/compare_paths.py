@@ -16,22 +16,20 @@ run's mean accuracy over the path. Results: ``<out>/<name>.md``.
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from _accuracy_common import read_rows
 
 
 def _paths(path: Path) -> dict:
     """``{(dataset, method, trial): {n_labels: accuracy}}`` of a results CSV."""
     paths = defaultdict(dict)
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            key = (r["dataset"], r["method"], int(r["trial"]))
-            paths[key][int(r["n_labels"])] = float(r["accuracy"])
+    for r in read_rows(path):
+        paths[r["dataset"], r["method"], r["trial"]][r["n_labels"]] = r["accuracy"]
     return paths
 
 
