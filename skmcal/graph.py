@@ -1299,7 +1299,7 @@ def laplacian_trace(W, degrees=None) -> float:
     W : sparse matrix of shape (n_nodes, n_nodes)
         Symmetric non-negative affinity.
     degrees : ndarray of shape (n_nodes,) or None, default=None
-        The row sums of ``W`` where known (:attr:`SpectralGraph.degrees`);
+        The row sums of ``W`` where known (``SpectralGraph.degrees``);
         None: summed here.
 
     Returns
