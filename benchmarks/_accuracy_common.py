@@ -162,8 +162,16 @@ def _samson(home):
 
 
 def _fashion_mnist(home):
+    """From ``--data-home`` where given and it holds the files (its ``fashion-mnist``
+    folder or itself), else by the loader's own search (the data home, then Debian's
+    ``/usr/share/datasets/fashion-mnist``)."""
     from skmcal.datasets import load_fashion_mnist
 
+    if home is not None:
+        try:
+            return load_fashion_mnist(data_home=home)
+        except FileNotFoundError:
+            pass
     return load_fashion_mnist()
 
 
