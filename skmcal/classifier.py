@@ -190,25 +190,6 @@ AUTO_FEW_LABELS_MAX_SHARE = 2 / 3
 #: 6e-5) 0.933 accuracy, 3e-5 (6e-6) 0.521, 1e-5 and below 0.10.
 SUM_MIN_STRUCTURE = 1e-5
 
-#: The share of the unlabeled nodes whose prediction a search of the summed
-#: model's grid may change before the classifier doubts its choice: beyond it,
-#: the grid point of best balanced leave-one-out accuracy
-#: (:func:`~skmcal.evidence.select_sum_hyperparameters`,
-#: ``criterion="loo-accuracy"``) and the last choice are fitted too, and the one
-#: that changes the fewest predictions is taken if it changes at most this share
-#: (``SpectralGraphClassifier._fit_sum()``; where every option changes as many,
-#: the change is the labels' and the density's choice stays). The leave-one-out density scores
-#: one-hot targets as a regression: where the labels look like noise to it (UCI's
-#: DNA after V-opt's queries, 7 to 9 of 50 labels in the class of half the
-#: nodes), it took priors whose fit predicts the class most labeled nearly
-#: everywhere, changing 30 to 61% of the last fit's predictions (accuracy 0.76
-#: to 0.42 in one batch; Letters with model change fell 7.6 points at a search
-#: that changed 31%). Along the defaults' paths of 12 other data sets (2,730
-#: refits from 50 to 150 labels, ``benchmarks/bench_refit_changes.py``), four
-#: changed more than 25%, on a synthetic set with features of scales 1 to 1,000
-#: and on Vehicle (docs/math.rst, "The summed prior").
-SUM_MAX_FLIP = 0.25
-
 #: ``model="auto"`` keeps the spectral model on more nodes than this: the
 #: summed model's refit and query cost grows with the number of nodes (sparse
 #: solves per class, Green's columns per label; about 1 s per batch at 70,000
@@ -313,17 +294,6 @@ def _check_tau_gamma(loss, tau, gamma):
             f"that float64 holds with 6 significant digits. Use tau >= "
             f"{np.sqrt(2.0 / CE_MAX_CONDITION):.1e}."
         )
-
-
-def _flipped(latent, previous, labeled_nodes) -> float:
-    """The share of the nodes not in ``labeled_nodes`` whose class under ``latent``
-    (the largest column; one column or 1-D: class 1 where positive) is not their
-    class code in ``previous``."""
-    latent = latent.reshape(latent.shape[0], -1)
-    guess = latent.argmax(axis=1) if latent.shape[1] > 1 else (latent[:, 0] > 0).astype(int)
-    unlabeled = np.ones(latent.shape[0], dtype=bool)
-    unlabeled[labeled_nodes] = False
-    return float(np.mean(guess[unlabeled] != previous[unlabeled])) if unlabeled.any() else 0.0
 
 
 def significantly_better(correct, baseline, z=AUTO_SCALE_Z) -> bool:
@@ -576,11 +546,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         :data:`~skmcal.evidence.SUM_GAMMAS`, relative to the prior scaled to
         unit mean variance at the labeled nodes (a given gamma is that
         relative noise; a given tau is both taus of the model, and its
-        ``eps`` is always chosen); where a warm refit's choice would change
-        the prediction of more than :data:`~skmcal.classifier.SUM_MAX_FLIP`
-        of the unlabeled nodes, the steadier of the grid point of best
-        balanced leave-one-out accuracy and the last choice where it changes
-        at most that share.
+        ``eps`` is always chosen).
     class_weight : {"auto", "balanced"}, dict or None, default="auto"
         Weights of the labeled nodes' loss terms by class, as in
         scikit-learn: ``"balanced"`` weighs each labeled node
@@ -1483,9 +1449,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 locks.enter_context(solver_threads(self._n_threads()))
             if model == "sum":
                 posterior, tau, gamma, graph = self._fit_sum(
-                    loss, candidates, labeled_nodes, codes, classes.size, warm, level, weights,
-                    lambda: self._previous_codes(nodes, classes),
-                )  # fmt: skip
+                    loss, candidates, labeled_nodes, codes, classes.size, warm, level, weights
+                )
             else:
                 tau, gamma, grid_map = self._select_hyperparameters(
                     model, loss, graph, labeled_nodes, codes, classes.size, warm, grids,
@@ -1699,22 +1664,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             SUM_GAMMAS if gamma is None else (gamma,),
         )
 
-    def _previous_codes(self, nodes, classes):
-        """The class code of every node under the last fit, for the summed model's
-        stability check (``_fit_sum()``): with ``warm_start``, where the last fit
-        was on the same ``nodes`` with the same ``classes``; None otherwise."""
-        if (
-            not self.warm_start
-            or getattr(getattr(self, "node_set_", None), "digest", None) != nodes.digest
-            or not np.array_equal(getattr(self, "classes_", None), classes)
-        ):
-            return None
-        return np.searchsorted(classes, self.transduction_)
-
     def _fit_sum(
-        self, loss, candidates, labeled_nodes, codes, n_classes, warm, level, weights=None,
-        previous=None,
-    ):  # fmt: skip
+        self, loss, candidates, labeled_nodes, codes, n_classes, warm, level, weights=None
+    ):
         """``model="sum"``: hyperparameters by the leave-one-out density, the posterior
         mean, and the spectral Laplace covariance around it (with the prior's remainder
         as white noise); returns ``(posterior, tau_, gamma_, graph)``.
@@ -1737,25 +1689,15 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         kept whatever their size (``8 N n_labeled`` bytes; 280 MB at 70,000
         nodes and 500 labels). ``weights``: the labels' (``class_weight``), each
         label's noise ``gamma^2 / w``; None: unit weights.
-
-        ``previous``: a callable that returns the class code of every node under
-        the last fit (``_previous_codes()``; None where there is none to compare),
-        called where the grid is searched; None: no check. Where a
-        search's choice changes the prediction of more than
-        :data:`~skmcal.classifier.SUM_MAX_FLIP` of the unlabeled nodes, the
-        grid point of best balanced leave-one-out accuracy and the last choice
-        are fitted too, and the one that changes the fewest is taken where it
-        changes at most that share (``_steadier_sum()``).
         """
         n_labeled = labeled_nodes.size
         given = self.tau != "auto" and self.gamma != "auto"
         last = getattr(self, "_auto_choice", None) if warm and not given else None
         kept = [g for g in candidates if last is not None and g.params == last[2]]
-        unit = loss.encode(codes, n_classes)  # choices on targets of one (_encode)
-        searched = not (kept and n_labeled < AUTO_REUSE_GROWTH * last[0])
-        if not searched:
+        if kept and n_labeled < AUTO_REUSE_GROWTH * last[0]:
             graph, (tau_s, tau_f, eps, g) = kept[0], last[1]
         else:
+            unit = loss.encode(codes, n_classes)  # choices on targets of one (_encode)
             searches = [
                 self._sum_search(
                     graph, labeled_nodes, codes, unit, last, len(candidates) > 1, weights
@@ -1780,25 +1722,10 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             )
         solver = solver_for(graph.weights)
         targets = self._encode(loss, codes, n_classes)
-
-        def fit_at(point):
-            return fit_sum_graph(
-                graph.eigenvalues, graph.eigenvectors, graph.weights, labeled_nodes, targets,
-                *point, tol=self._solve_tol(), solver=solver, label_weights=weights,
-            )  # fmt: skip
-
-        fit = fit_at((tau_s, tau_f, eps, g))
-        previous = previous() if searched and previous is not None else None
-        if previous is not None:
-            flips = _flipped(fit.latent, previous, labeled_nodes)
-            if flips > SUM_MAX_FLIP:  # the density's choice overturns the last fit
-                fit, point = self._steadier_sum(
-                    fit, flips, (tau_s, tau_f, eps, g), fit_at, previous, graph,
-                    labeled_nodes, codes, unit, last, weights, level,
-                )  # fmt: skip
-                if point != (tau_s, tau_f, eps, g):
-                    tau_s, tau_f, eps, g = point
-                    self._auto_choice = (n_labeled, point, graph.params)
+        fit = fit_sum_graph(
+            graph.eigenvalues, graph.eigenvectors, graph.weights, labeled_nodes, targets,
+            tau_s, tau_f, eps, g, tol=self._solve_tol(), solver=solver, label_weights=weights,
+        )  # fmt: skip
         self.sum_prior_ = {
             "tau_s": tau_s, "tau_f": tau_f, "eps": eps, "gamma": g,
             "amplitude": fit.amplitude,
@@ -1821,44 +1748,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         )  # fmt: skip
         return posterior, tau_s, float(gamma), graph
 
-    def _steadier_sum(
-        self, fit, flips, point, fit_at, previous, graph, labeled_nodes, codes, unit, last,
-        weights, level,
-    ):  # fmt: skip
-        """``(fit, point)``: of the grid point of best balanced leave-one-out accuracy
-        and the last choice (``last``, where on this graph), the one whose fit changes
-        the fewest of the ``previous`` predictions, where that is at most
-        :data:`SUM_MAX_FLIP` (ties: in that order); else the density's choice ``point``
-        and its ``fit`` (which changes the share ``flips``): where every option
-        overturns as much, the change is the labels', not a choice's."""
-        options = [point, self._sum_search(
-            graph, labeled_nodes, codes, unit, last, False, weights, criterion="loo-accuracy"
-        )[0]]  # fmt: skip
-        if last is not None and last[2] == graph.params:
-            options.append(last[1])
-        best = (flips, 0, fit, point)
-        for k, other in enumerate(options[1:], start=1):
-            if other != point:
-                other_fit = fit_at(other)
-                best = min(best, (_flipped(other_fit.latent, previous, labeled_nodes), k,
-                                  other_fit, other), key=lambda b: b[:2])  # fmt: skip
-        if best[0] > SUM_MAX_FLIP:
-            best = (flips, 0, fit, point)
-        logger.log(
-            level, "The summed model's choice %s changed %.0f%% of the predictions; of "
-            "%s (the density's, the balanced leave-one-out accuracy's, the last), %s "
-            "changes %.0f%%.", point, 100 * flips, options, best[3], 100 * best[0],
-        )  # fmt: skip
-        return best[2], best[3]
-
-    def _sum_search(
-        self, graph, labeled_nodes, codes, targets, last, compare, weights=None, criterion="loo"
-    ):  # fmt: skip
+    def _sum_search(self, graph, labeled_nodes, codes, targets, last, compare, weights=None):
         """The summed model's grid search on ``graph``: ``((tau_s, tau_f, eps, gamma),
-        correct)``, the point of largest leave-one-out density (``criterion="loo"``) or
-        of best balanced leave-one-out accuracy (``"loo-accuracy"``, the density breaking
-        ties; :func:`~skmcal.evidence.select_sum_hyperparameters`); ``correct`` (with
-        ``compare``, else None) whether each label's
+        correct)``, ``correct`` (with ``compare``, else None) whether each label's
         leave-one-out mean (:func:`~skmcal.evidence.sum_loo_means`) at the chosen
         point predicts its class. ``last``: the previous choice (its ``tau_f`` stands
         in for the full-graph grid where the Green's columns would not fit). ``weights``:
@@ -1883,9 +1775,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             full = [scale * K for K in full]
             targets = targets * (root[:, None] if targets.ndim == 2 else root)
         i, j, eps, g, _, _ = select_sum_hyperparameters(
-            spectral, full, targets, SUM_EPSILONS, gammas, criterion=criterion,
-            codes=codes if criterion == "loo-accuracy" else None,
-        )  # fmt: skip
+            spectral, full, targets, SUM_EPSILONS, gammas, criterion="loo"
+        )
         correct = None
         if compare:
             means = sum_loo_means(spectral[i], full[j], targets, eps, g)

@@ -786,59 +786,9 @@ def _loo_terms(d, Q, QY, gammas):
     return alpha, precision
 
 
-def balanced_loo_accuracy(means, codes) -> float:
-    """The balanced accuracy of leave-one-out means: each class's share of its labels
-    predicted right, averaged over the classes labeled.
-
-    A label is predicted right when the largest entry of its row of ``means`` is
-    its class's column (one column, binary ``gr``: positive for class 1). Each
-    class weighs alike however many labels it has, as the queries of an active
-    learner favour some classes.
-
-    Parameters
-    ----------
-    means : ndarray of shape (n_labeled, n_columns)
-        The labels' leave-one-out means (:func:`sum_loo_means`).
-    codes : ndarray of shape (n_labeled,)
-        Each label's class code (0 to ``n_classes - 1``).
-
-    Returns
-    -------
-    float
-        In ``[0, 1]``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> means = np.array([[0.9, 0.1], [0.6, 0.4], [0.7, 0.3]])
-    >>> balanced_loo_accuracy(means, np.array([0, 0, 1]))
-    0.5
-    """
-    means = np.asarray(means, dtype=float)
-    codes = np.asarray(codes)
-    if means.ndim != 2 or codes.shape != (means.shape[0],):
-        raise ValueError(
-            f"means must be 2-D with one row per entry of codes; got shapes {means.shape} "
-            f"and {codes.shape}."
-        )
-    return float(_balanced_accuracy(means[None], codes)[0])
-
-
-def _balanced_accuracy(means, codes):
-    """:func:`balanced_loo_accuracy` of each ``means[g]`` (leading axis)."""
-    guess = means.argmax(axis=2) if means.shape[2] > 1 else (means[:, :, 0] > 0)
-    right = (guess == codes).astype(float)
-    counts = np.bincount(codes)
-    present = np.flatnonzero(counts)
-    per_class = np.stack([np.bincount(codes, weights=r, minlength=counts.size) for r in right])
-    return (per_class[:, present] / counts[present]).mean(axis=1)
-
-
-def _eigen_scores(K, Y, gammas, loo=False, codes=None):
-    """``(score, amplitude, accuracy)`` at every gamma from one ``eigh(K)``:
-    :func:`sum_log_evidence`, or with ``loo`` :func:`sum_loo_log_density` and, with
-    ``codes`` too, the balanced accuracy of the leave-one-out means
-    (:func:`balanced_loo_accuracy`; else None)."""
+def _eigen_scores(K, Y, gammas, loo=False):
+    """``(score, amplitude)`` at every gamma from one ``eigh(K)``: :func:`sum_log_evidence`,
+    or with ``loo`` :func:`sum_loo_log_density`."""
     n, k = Y.shape
     d, Q = np.linalg.eigh(K)
     d = np.maximum(d, 0.0)  # round-off below a positive semi-definite block's spectrum
@@ -849,18 +799,14 @@ def _eigen_scores(K, Y, gammas, loo=False, codes=None):
     if not loo:
         amplitude = np.maximum(inverse @ np.sum(QY**2, axis=1), tiny) / (k * n)
         logdet = -np.sum(np.log(inverse), axis=1)
-        score = -0.5 * k * n * (np.log(amplitude) + 1.0 + _LOG_2PI) - 0.5 * k * logdet
-        return score, amplitude, None
+        return -0.5 * k * n * (np.log(amplitude) + 1.0 + _LOG_2PI) - 0.5 * k * logdet, amplitude
     alpha, precision = _loo_terms(d, Q, QY, gammas)  # S^-1 Y and [S^-1]_ii per gamma
     ratios = np.sum(alpha**2 / precision[:, :, None], axis=(1, 2))  # r^2 / s = alpha^2 / [S^-1]_ii
     amplitude = np.maximum(ratios, tiny) / (k * n)
     score = 0.5 * k * np.sum(np.log(precision), axis=1) - 0.5 * k * n * (
         np.log(amplitude) + 1.0 + _LOG_2PI
     )
-    accuracy = None
-    if codes is not None:  # the leave-one-out means y - r, r = [S^-1 y]_i / [S^-1]_ii
-        accuracy = _balanced_accuracy(Y - alpha / precision[:, :, None], codes)
-    return score, amplitude, accuracy
+    return score, amplitude
 
 
 @with_small_algebra
@@ -871,13 +817,12 @@ def select_sum_hyperparameters(
     epsilons=SUM_EPSILONS,
     gammas=SUM_GAMMAS,
     criterion="evidence",
-    codes=None,
 ) -> tuple[int, int, float, float, float, np.ndarray]:
-    """The grid point of the summed prior with the largest evidence or leave-one-out score.
+    """The grid point of the summed prior with the largest evidence or leave-one-out density.
 
     One symmetric eigendecomposition of ``K_s + eps K_f`` per kernel (one
     ``(spectral, full, eps)``) gives the criterion at every gamma (``O(n k)``
-    each for the evidence, ``O(n^2 k)`` for the leave-one-out terms); the
+    each for the evidence, ``O(n^2 k)`` for the leave-one-out density); the
     amplitude is profiled in closed form.
 
     Parameters
@@ -891,17 +836,9 @@ def select_sum_hyperparameters(
         Weights of the full-graph block, non-negative.
     gammas : sequence of float
         Relative noise scales, positive.
-    criterion : {"evidence", "loo", "loo-accuracy"}, default="evidence"
-        What is maximised: :func:`sum_log_evidence`,
-        :func:`sum_loo_log_density` (the classifier's choice), or the
-        balanced accuracy of the labels' leave-one-out means
-        (:func:`balanced_loo_accuracy`, the density breaking ties; the
-        classifier's fallback where the density's choice overturns its
-        previous predictions, see ``SpectralGraphClassifier``'s ``tau``).
-    codes : ndarray of shape (n_labeled,) or None, default=None
-        Each label's class code (0 to ``n_classes - 1``; binary ``targets``:
-        1 for +1); ``criterion="loo-accuracy"`` needs them, the others take
-        None.
+    criterion : {"evidence", "loo"}, default="evidence"
+        What is maximised: :func:`sum_log_evidence` or
+        :func:`sum_loo_log_density` (the classifier's choice).
 
     Returns
     -------
@@ -911,8 +848,7 @@ def select_sum_hyperparameters(
         The chosen weight and noise scale (the first maximiser met, blocks
         outer, on ties).
     amplitude : float
-        The profiled ``a`` there (under the evidence, or under the
-        leave-one-out density for both leave-one-out criteria).
+        The profiled ``a`` there (under ``criterion``).
     table : ndarray of shape (n_spectral, n_full, n_eps, n_gamma)
         The criterion at every grid point.
 
@@ -925,20 +861,8 @@ def select_sum_hyperparameters(
     >>> table.shape
     (1, 1, 6, 5)
     """
-    criteria = ("evidence", "loo", "loo-accuracy")
-    if criterion not in criteria:
-        raise ValueError(f"criterion must be one of {list(criteria)}; got {criterion!r}.")
-    if (codes is None) != (criterion != "loo-accuracy"):
-        raise ValueError(
-            f"criterion='loo-accuracy' takes the labels' class codes and the other criteria "
-            f"none; got criterion={criterion!r} and codes={codes!r}."
-        )
-    if codes is not None:
-        codes = np.asarray(codes)
-        if codes.ndim != 1 or codes.dtype.kind not in "iub" or (codes.size and codes.min() < 0):
-            raise ValueError(
-                f"codes must be a 1-D array of non-negative integer class codes; got {codes!r}."
-            )
+    if criterion not in ("evidence", "loo"):
+        raise ValueError(f"criterion must be 'evidence' or 'loo'; got {criterion!r}.")
     epsilons = np.asarray(epsilons, dtype=float).ravel()
     if epsilons.size == 0 or not np.all(np.isfinite(epsilons) & (epsilons >= 0)):
         raise ValueError(
@@ -948,26 +872,14 @@ def select_sum_hyperparameters(
     if len(spectral_blocks) == 0 or len(full_blocks) == 0:
         raise ValueError("select_sum_hyperparameters needs at least one block of each kind.")
     table = np.empty((len(spectral_blocks), len(full_blocks), epsilons.size, gammas.size))
-    amplitudes, accuracy = np.empty_like(table), np.empty_like(table)
+    amplitudes = np.empty_like(table)
     for i, Ks in enumerate(spectral_blocks):
         for j, Kf in enumerate(full_blocks):
             Ks, Kf, Y = _check_sum(Ks, Kf, targets, 0.0)
-            if codes is not None and codes.shape != (Y.shape[0],):
-                raise ValueError(
-                    f"codes must hold one class code per label ({Y.shape[0]}); got "
-                    f"{codes.size}."
-                )
             for e, eps in enumerate(epsilons):
-                table[i, j, e], amplitudes[i, j, e], right = _eigen_scores(
-                    Ks + eps * Kf, Y, gammas, loo=criterion != "evidence", codes=codes
+                table[i, j, e], amplitudes[i, j, e] = _eigen_scores(
+                    Ks + eps * Kf, Y, gammas, loo=criterion == "loo"
                 )
-                if right is not None:
-                    accuracy[i, j, e] = right
-    if codes is None:
-        best = np.unravel_index(np.argmax(table), table.shape)
-    else:  # the best balanced accuracy (round-off aside), then the largest density
-        top = accuracy >= accuracy.max() - 1e-12
-        best = np.unravel_index(np.argmax(np.where(top, table, -np.inf)), table.shape)
-        table = accuracy
+    best = np.unravel_index(np.argmax(table), table.shape)
     i, j, e, g = (int(b) for b in best)
     return i, j, float(epsilons[e]), float(gammas[g]), float(amplitudes[best]), table

@@ -21,24 +21,21 @@ from sklearn.model_selection import GridSearchCV
 
 from skmcal import NodeSet, SpectralGraphClassifier, clear_graph_cache, query
 from skmcal.evidence import (
+    DEFAULT_TAUS,
     SUM_EPSILONS,
     SUM_FULL_TAUS,
     SUM_GAMMAS,
-    balanced_loo_accuracy,
     select_sum_hyperparameters,
     sum_log_evidence,
     sum_loo_log_density,
-    sum_loo_means,
     unit_scale,
 )
 from skmcal.fullgraph import LaplacianSolver, fit_sum_graph, spectral_block
 
 from _oracle import (
     blobs,
-    dense_balanced_loo_accuracy,
     dense_laplacian,
     dense_loo,
-    dense_sum_choice,
     dense_sum_prior,
     plane_knn_graph,
     run_concurrently,
@@ -174,70 +171,8 @@ def test_sum_selection_table_is_the_criterion_on_the_grid(criterion, value):
                     )
     best = np.unravel_index(np.argmax(table), table.shape)
     assert (i, j, SUM_EPSILONS[best[2]], SUM_GAMMAS[best[3]]) == (*best[:2], eps, gamma)
-    bad = r"criterion must be one of \['evidence', 'loo', 'loo-accuracy'\]; got 'cv'"
-    with pytest.raises(ValueError, match=bad):
+    with pytest.raises(ValueError, match="criterion must be 'evidence' or 'loo'; got 'cv'"):
         select_sum_hyperparameters([Ks1], [Kf1], Y, criterion="cv")
-
-
-@pytest.mark.parametrize("n_classes", [2, 3])  # 2: binary +-1 targets (gr)
-def test_sum_loo_accuracy_choice_is_the_dense_one(n_classes):
-    """criterion="loo-accuracy": the table is the balanced accuracy of the leave-one-out
-    means from explicit solves (scikit-learn's balanced accuracy) at every grid point,
-    the choice its best, the largest density among the best."""
-    Ks1, Kf1 = _blocks(4)
-    Ks2, Kf2 = _blocks(5)
-    codes = np.random.RandomState(9).randint(n_classes, size=7)
-    Y = 2.0 * codes - 1.0 if n_classes == 2 else np.eye(3)[codes]
-    score = {}
-    for a, Ks in enumerate((Ks1, Ks2)):
-        for b, Kf in enumerate((Kf1, Kf2)):
-            for ep in SUM_EPSILONS:
-                for ga in SUM_GAMMAS:
-                    S = Ks + ep * Kf + ga**2 * np.eye(7)
-                    accuracy = dense_balanced_loo_accuracy(S, Y.reshape(7, -1), codes)
-                    score[a, b, ep, ga] = (round(accuracy, 12), dense_loo(S, Y.reshape(7, -1)))
-    i, j, eps, gamma, amplitude, table = select_sum_hyperparameters(
-        [Ks1, Ks2], [Kf1, Kf2], Y, criterion="loo-accuracy", codes=codes
-    )
-    for (a, b, ep, ga), (accuracy, _) in score.items():
-        e, g = SUM_EPSILONS.index(ep), SUM_GAMMAS.index(ga)
-        assert table[a, b, e, g] == pytest.approx(accuracy, abs=1e-12)
-    assert (i, j, eps, gamma) == max(score, key=score.get)
-    density = select_sum_hyperparameters([Ks1, Ks2], [Kf1, Kf2], Y, criterion="loo")
-    assert (i, j, eps, gamma) != density[:4]  # these labels: another point than the density's
-    assert amplitude == pytest.approx(select_sum_hyperparameters(
-        [[Ks1, Ks2][i]], [[Kf1, Kf2][j]], Y, [eps], [gamma], criterion="loo"
-    )[4], rel=1e-12)  # the density's profiled amplitude there
-
-
-@pytest.mark.parametrize("n_classes", [2, 3])
-def test_balanced_loo_accuracy_is_scikit_learns(n_classes):
-    from sklearn.metrics import balanced_accuracy_score
-
-    Ks, Kf = _blocks()
-    codes = np.array([0, 0, 1, 1, 1, 0, 1]) if n_classes == 2 else np.array([0, 2, 1, 2, 2, 0, 1])
-    Y = 2.0 * codes - 1.0 if n_classes == 2 else np.eye(3)[codes]
-    means = sum_loo_means(Ks, Kf, Y, 0.3, 0.2)
-    guess = means.argmax(1) if n_classes == 3 else (means[:, 0] > 0).astype(int)
-    expected = balanced_accuracy_score(codes, guess)
-    assert balanced_loo_accuracy(means, codes) == pytest.approx(expected, abs=1e-15)
-    S = Ks + 0.3 * Kf + 0.04 * np.eye(7)
-    assert dense_balanced_loo_accuracy(S, Y.reshape(7, -1), codes) == pytest.approx(expected)
-
-
-def test_sum_loo_accuracy_rejects_bad_inputs():
-    Ks, Kf = _blocks()
-    Y, codes = np.ones(7), np.ones(7, dtype=int)
-    with pytest.raises(ValueError, match="class codes and the other criteria none"):
-        select_sum_hyperparameters([Ks], [Kf], Y, codes=codes)
-    with pytest.raises(ValueError, match="got criterion='loo-accuracy' and codes=None"):
-        select_sum_hyperparameters([Ks], [Kf], Y, criterion="loo-accuracy")
-    with pytest.raises(ValueError, match="one class code per label \\(7\\); got 6"):
-        select_sum_hyperparameters([Ks], [Kf], Y, criterion="loo-accuracy", codes=codes[:6])
-    with pytest.raises(ValueError, match="non-negative integer class codes"):
-        select_sum_hyperparameters([Ks], [Kf], Y, criterion="loo-accuracy", codes=codes - 2)
-    with pytest.raises(ValueError, match="means must be 2-D with one row per entry of codes"):
-        balanced_loo_accuracy(np.ones(7), codes)
 
 
 def test_sum_evidence_rejects_bad_inputs():
@@ -265,80 +200,26 @@ def test_classifier_sum_choice_is_the_dense_leave_one_out_maximum(loss):
     n_classes = 2 if loss == "gr" else 3
     X, y, y_true = _data(n_classes)
     clf = SpectralGraphClassifier(loss, model="sum", n_eigs=10, cache=False).fit(X, y)
+    W, lam, V = clf.graph_.weights, clf.eigenvalues_, clf.eigenvectors_
     labeled = np.flatnonzero(y != -1)
     Y = np.eye(n_classes)[y[labeled]] if loss == "mgr" else 2.0 * y[labeled] - 1.0
+    Y = Y.reshape(labeled.size, -1)
+    n = labeled.size
+    taus_s = [t for t in DEFAULT_TAUS if t**2 <= np.median(lam)]
+    table = {}
+    for ts in taus_s:
+        for tf in SUM_FULL_TAUS:
+            for eps in SUM_EPSILONS:
+                Sigma, _, _ = dense_sum_prior(W, lam, V, ts, tf, eps, labeled)
+                K = Sigma[np.ix_(labeled, labeled)]
+                for g in SUM_GAMMAS:
+                    S = K + g**2 * np.eye(n)
+                    table[ts, tf, eps, g] = dense_loo(S, Y)  # at the profiled amplitude
     p = clf.sum_prior_
-    assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == dense_sum_choice(clf, labeled, Y)
+    assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == max(table, key=table.get)
     assert clf.tau_ == p["tau_s"]
     np.testing.assert_allclose(clf.gamma_, p["gamma"] / np.sqrt(p["spectral_scale"]))
     assert np.mean(clf.transduction_ == y_true) > 0.9
-
-
-def _dense_sum_predictions(clf, labeled, Y, point):
-    """The classes the dense summed model at ``point`` predicts at every node."""
-    W, lam, V = clf.graph_.weights, clf.eigenvalues_, clf.eigenvectors_
-    ts, tf, eps, g = point
-    Sigma, _, _ = dense_sum_prior(W, lam, V, ts, tf, eps, labeled)
-    K = Sigma[np.ix_(labeled, labeled)] + g**2 * np.eye(labeled.size)
-    mean = (Sigma[:, labeled] @ np.linalg.solve(K, Y)).reshape(W.shape[0], -1)
-    return mean.argmax(1) if mean.shape[1] > 1 else (mean[:, 0] > 0).astype(int)
-
-
-@pytest.mark.parametrize(
-    "loss, seed, taken", [("mgr", 0, True), ("gr", 4, False)]  # label sets of each case
-)
-def test_classifier_sum_stability_check(loss, seed, taken, monkeypatch):
-    """A warm refit that searches the grid: where the density's choice changes more than
-    SUM_MAX_FLIP of the last fit's predictions at the unlabeled nodes, of the point of
-    best balanced leave-one-out accuracy and the last choice (dense oracles), the one
-    that changes the fewest is taken if it changes at most SUM_MAX_FLIP; else the
-    density's choice stays (with mgr another point is steadier here, with gr none)."""
-    import skmcal.classifier
-
-    n_classes = 2 if loss == "gr" else 3
-    X, y, _ = _data(n_classes, seed=seed, n_labeled=6)
-    first = np.full_like(y, -1)
-    for c in range(n_classes):  # one label per class first
-        at = np.flatnonzero(y == c)[0]
-        first[at] = c
-
-    def refit(max_flip):  # the first fit, then a refit (labels grown: a search)
-        monkeypatch.setattr(skmcal.classifier, "SUM_MAX_FLIP", max_flip)
-        clf = SpectralGraphClassifier(loss, model="sum", n_eigs=10, cache=False)
-        clf.fit(X, first)
-        previous = np.searchsorted(clf.classes_, clf.transduction_)
-        p = clf.sum_prior_
-        last = (p["tau_s"], p["tau_f"], p["eps"], p["gamma"])
-        clf.fit(X, y)
-        p = clf.sum_prior_
-        return clf, previous, last, (p["tau_s"], p["tau_f"], p["eps"], p["gamma"])
-
-    clf, previous, last, unchecked = refit(1.0)  # never checked
-    labeled = np.flatnonzero(y != -1)
-    Y = np.eye(n_classes)[y[labeled]] if loss == "mgr" else 2.0 * y[labeled] - 1.0
-    density = dense_sum_choice(clf, labeled, Y)
-    assert unchecked == density
-    accurate = dense_sum_choice(clf, labeled, Y, codes=y[labeled])
-    assert accurate != density  # the two criteria part here
-    unlabeled = y == -1
-
-    def flips(point):
-        guess = _dense_sum_predictions(clf, labeled, Y, point)
-        return np.mean(guess[unlabeled] != previous[unlabeled])
-
-    options = [accurate, last]  # ties: in this order
-    steadiest = min(options, key=lambda point: (flips(point), options.index(point)))
-    assert (flips(steadiest) < flips(density)) == taken
-    if taken:  # a threshold between the two: the steadier point is taken, warm refits keep it
-        clf, *_, checked = refit(0.5 * (flips(steadiest) + flips(density)))
-        assert checked == steadiest
-        assert clf._auto_choice[1] == steadiest
-    # a threshold below every option's change: the density's choice stays
-    *_, checked = refit(0.5 * min(flips(steadiest), flips(density)))
-    assert checked == density
-    cold = clone(clf).set_params(warm_start=False).fit(X, y)  # nothing to compare with
-    q = cold.sum_prior_
-    assert (q["tau_s"], q["tau_f"], q["eps"], q["gamma"]) == density
 
 
 def test_classifier_sum_latent_and_covariance():
