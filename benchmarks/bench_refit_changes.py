@@ -56,15 +56,14 @@ def run_trial(name, pool, codes, strategy, trial, seed, stop, emit):
     searched)`` at every refit from ``AUTO_SUM_MIN_LABELS`` labels on."""
     config = bench_accuracy.CONFIGS["default" if strategy == "mc" else f"default:{strategy}"]
     learner, labeled, rng = common.start_path(config, name, pool, codes, seed, trial)
-    batch = 0
+    batch, after = 0, learner.clf.transduction_.copy()
     while labeled.size + BATCH <= stop:
-        before = learner.clf.transduction_.copy()
         batch += 1
         labeled = common.query_batch(learner, labeled, codes.size, seed, trial, batch, rng)
+        clf = learner.clf
+        before, after = after, clf.transduction_.copy()  # each fit's predictions read once
         if labeled.size < AUTO_SUM_MIN_LABELS:
             continue
-        clf = learner.clf
-        after = clf.transduction_
         unlabeled = np.ones(codes.size, dtype=bool)
         unlabeled[labeled] = False
         searched = getattr(clf, "_auto_choice", (None,))[0] == labeled.size
