@@ -847,7 +847,7 @@ def test_looser_tol_takes_fewer_iterations(loss):
 
 
 @pytest.mark.parametrize("model", ["spectral", "full", "sum"])
-def test_auto_tol_is_tight_for_spectral_newton_and_the_solver_default_for_sparse_solves(
+def test_auto_tol_is_tight_for_spectral_newton_and_auto_solve_tol_for_sparse_solves(
     model, monkeypatch
 ):
     """tol="auto": AUTO_NEWTON_TOL (1e-10) for the spectral model's Newton,
