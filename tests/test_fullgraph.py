@@ -391,6 +391,44 @@ def test_green_columns_are_columns_of_the_inverse():
     assert solver.green_solve(0.01, nodes, np.full(3, 1e-11)) == (0, True)  # cached
 
 
+def test_green_columns_start_from_the_nearest_other_shift():
+    """A new shift's columns start from the cached ones of the nearest other shift
+    (the classifier's taus 0.01 and 0.03): fewer iterations than from zero, the
+    same columns of the inverse."""
+    W, _ = _graph(n=400, seed=6)
+    nodes = np.array([3, 50, 199, 350])
+    atol = np.full(4, 1e-10)
+    cold = LaplacianSolver(W)
+    cold_iterations, _ = cold.green_solve(0.03**2, nodes, atol)
+    warm = LaplacianSolver(W)
+    for tau2 in (1.0, 0.01**2):  # 0.01^2 is the nearer to 0.03^2 on a log scale
+        warm.green_solve(tau2, nodes, np.full(4, 1e-12))
+    seen = []
+    original = warm._borrow
+
+    def spy(green, todo, x, cols):
+        original(green, todo, x, cols)
+        seen.append(x[:, cols].copy())
+
+    warm._borrow = spy
+    warm_iterations, converged = warm.green_solve(0.03**2, nodes, atol)
+    assert converged and warm_iterations < cold_iterations
+    order = warm._greens[0.03**2].hierarchy.order
+    near = dense_green(W, 0.01)[:, nodes]
+    np.testing.assert_allclose(seen[0], near[order], atol=1e-8)  # the start, in the solve's order
+    got = warm.green_rows(0.03**2, np.arange(400), nodes)
+    np.testing.assert_allclose(got, dense_green(W, 0.03)[:, nodes], atol=1e-7)
+    assert np.all(warm.green_residuals(0.03**2, nodes) <= 1e-10)
+    # a node with no column at any other shift starts from zero, beside borrowed ones
+    more = np.array([3, 77])
+    _, converged = warm.green_solve(0.1**2, more, np.full(2, 1e-10))
+    assert converged and len(seen) == 2
+    assert np.any(seen[1][:, 0] != 0) and np.all(seen[1][:, 1] == 0)
+    np.testing.assert_allclose(
+        warm.green_rows(0.1**2, np.arange(400), more), dense_green(W, 0.1)[:, more], atol=1e-8
+    )
+
+
 @pytest.mark.parametrize("tol", [1e-4, 1e-8])
 def test_green_fit_meets_its_residual_tolerance(tol):
     """The fit's residual, its labeled rows scaled by ``min(1, gamma^2)``, meets ``tol``."""
@@ -412,6 +450,14 @@ def test_green_fit_meets_its_residual_tolerance(tol):
         scale[labeled[:size]] = gamma**2
         residual = scale * (B - solver.matvec(shift, fit.latent))
         assert np.linalg.norm(residual) <= tol * np.linalg.norm(scale * B)
+        # gr: one right-hand side, the first columns' tolerance the loosest (m = 1)
+        y = np.where(np.arange(size) % 2 == 0, 1.0, -1.0)
+        fit = fit_full_graph(LOSSES["gr"], W, labeled[:size], y, tau, gamma, tol=tol,
+                             solver=solver)  # fmt: skip
+        b = np.zeros(n)
+        b[labeled[:size]] = y / gamma**2
+        residual = scale[:, 0] * (b - solver.matvec(shift, fit.latent))
+        assert np.linalg.norm(residual) <= tol * np.linalg.norm(scale[:, 0] * b)
     assert solver._shift_hierarchy is None
 
 
