@@ -97,7 +97,9 @@ AUTO_NEWTON_TOL = 1e-10
 #: against 159 / 186 (the summed model), and over 100 iterations (to 520
 #: labels) of full ``mgr`` 139 ms against 174 (mean 158 against 193); the
 #: values 4e-7 (120 labels) and 4.6e-6 (520) off a tight solve, no prediction
-#: apart (``benchmarks/results/bench_fullgraph_al_auto_tol.md``).
+#: apart (``benchmarks/results/bench_fullgraph_al_auto_tol.md``); 2e-6 and 4.5e-6
+#: since the Green's columns' first tolerance is an estimate rather than a
+#: bound (``bench_fullgraph_al_first_tol.md``).
 AUTO_SOLVE_TOL = 1e-6
 
 #: The models of the latent function (the ``model`` parameter).
