@@ -17,7 +17,8 @@ class, then iterations of ``model_change`` (5 queries among a random 10% of
 the nodes) and a refit on the labels so far: median and max seconds of the
 query and of the refit, median / mean / max of the iteration (every few
 refits re-run the evidence of tau), the same of the iterations whose refit
-did not (a private attribute of the classifier tells), CPU time of the whole
+did not (a private attribute of the classifier tells; and by ranges of the
+label count, each iteration in ``<name>_iterations.csv``), CPU time of the whole
 iteration, and the cores other
 processes used over the iterations (the machine is shared). At the end the last fit is
 compared with a cold solve to relative residual 1e-13 (largest latent
@@ -153,7 +154,7 @@ def al_iterations(n, X, y, args, n_jobs):
     )
     labeled = list(random_labels(y, args.al_per_class, np.random.RandomState(0)))
     clf.fit(X[labeled], y[labeled])
-    query, refit, cpu, searched = [], [], [], []
+    query, refit, cpu, searched, counts = [], [], [], [], []
     with h.Contention() as run:  # whole run: an iteration is too short for /proc/stat's ticks
         for it in range(args.al_iterations):
             with h.Contention() as load:
@@ -169,6 +170,7 @@ def al_iterations(n, X, y, args, n_jobs):
             cpu.append(1000 * load.self_cpu_s)
             # a refit that searched tau and gamma again records its label count
             searched.append(getattr(clf, "_auto_choice", (None,))[0] == len(labeled))
+            counts.append(len(labeled))
     nodes = np.asarray(labeled)
     got = clf.posterior_.base
     if args.al_model == "full":
@@ -183,6 +185,7 @@ def al_iterations(n, X, y, args, n_jobs):
     total = np.add(query, refit)
     plain = total[~np.asarray(searched, dtype=bool)]
     return {
+        "trace": list(zip(counts, query, refit, searched, strict=True)),
         "n": n, "labels": nodes.size, "tau": clf.tau_, "gamma": clf.gamma_,
         "query": (np.median(query), max(query)), "refit": (np.median(refit), max(refit)),
         "iteration": (np.median(total), np.mean(total), max(total)), "cpu": np.median(cpu),
@@ -195,6 +198,36 @@ def al_iterations(n, X, y, args, n_jobs):
         "accuracy": (np.mean(got[rest].argmax(1) == y[rest]),
                      float("nan") if tight is None else np.mean(tight[rest].argmax(1) == y[rest])),
     }  # fmt: skip
+
+
+#: Label counts at which the iterations' table by labels starts a new row.
+LABEL_BINS = (0, 125, 250, 400, 480)
+
+
+def by_labels(traces):
+    """Markdown: the iterations (query and refit) by the labels after them, in the
+    ranges of :data:`LABEL_BINS`: the plain ones' median and slowest, the searches'
+    times (ms)."""
+    lines = ["Iterations by the labels after them (ms): plain median / max; each search",
+             "", "| N | n_jobs | labels | plain: n, median / max | searches |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for n, jobs, trace in traces:
+        counts = np.array([t[0] for t in trace])
+        total = np.array([t[1] + t[2] for t in trace])
+        searched = np.array([t[3] for t in trace], dtype=bool)
+        edges = [*LABEL_BINS, np.inf]
+        for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+            inside = (counts > lo) & (counts <= hi)
+            if not inside.any():
+                continue
+            plain = total[inside & ~searched]
+            span = f"{counts[inside].min()}-{counts[inside].max()}"
+            stats = "0"
+            if plain.size:
+                stats = f"{plain.size}, {np.median(plain):.0f} / {plain.max():.0f}"
+            searches = ", ".join(f"{v:.0f}" for v in total[inside & searched]) or "-"
+            lines.append(f"| {n} | {jobs} | {span} | {stats} | {searches} |")
+    return lines
 
 
 def accuracy(args):
@@ -253,6 +286,7 @@ def main(argv=None):
     ]
     if args.sizes:
         X, y = load_fashion_mnist(n_samples=max(args.sizes))
+    traces = []
     if args.sizes and args.al_iterations:
         lines += [f"Active learning, model={args.al_model!r}, loss mgr, {args.al_per_class} labels "
                   f"per class, then {args.al_iterations} iterations of model_change "
@@ -276,6 +310,8 @@ def main(argv=None):
                                a=r["accuracy"], **r)
                 )  # fmt: skip
                 print(lines[-1], flush=True)
+                traces.append((n, n_jobs, r["trace"]))
+        lines += ["", *by_labels(traces)]
         lines.append("")
     if args.sizes and not args.no_timing:
         lines += ["| N | model | cold fit (ms) | warm refit +5 labels, median (ms) | max (ms) |"
@@ -296,6 +332,11 @@ def main(argv=None):
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / f"{args.name}.md").write_text("\n".join(lines) + "\n")
+        if traces:
+            rows = ["N,n_jobs,labels,query_ms,refit_ms,searched"]
+            rows += [f"{n},{jobs},{k},{q:.1f},{f:.1f},{int(s)}"
+                     for n, jobs, trace in traces for k, q, f, s in trace]  # fmt: skip
+            (args.out / f"{args.name}_iterations.csv").write_text("\n".join(rows) + "\n")
 
 
 if __name__ == "__main__":
