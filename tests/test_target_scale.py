@@ -17,6 +17,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 import skmcal.classifier as module
 from skmcal import SpectralGraphClassifier, acquisition
 from skmcal.losses import LOSSES, target_scales
+from skmcal.poisson import poisson_learning
 
 from _oracle import (
     BINARY,
@@ -178,11 +179,54 @@ def test_target_scale_errors_name_the_value():
     X, y = unbalanced_blobs()
     with pytest.raises(ValueError, match=r"target_scale='sqrt' takes .*loss='ce'"):
         _fit(X, y, loss="ce", target_scale="sqrt")
+    # model="poisson" with loss="auto" fits ce: a scale would do nothing
     with pytest.raises(ValueError, match=r"target_scale='balanced' takes .*model='poisson'"):
-        _fit(X, y, loss="mgr", model="poisson", target_scale="balanced")
+        _fit(X, y, model="poisson", target_scale="balanced")
     for bad in ("even", "Auto"):
         with pytest.raises(InvalidParameterError, match="target_scale"):
             _fit(X, y, target_scale=bad)
     # None and "auto" take every loss and model
     assert _fit(X, y, loss="ce", target_scale=None).target_scale_.tolist() == [1.0] * 3
     assert _fit(X, y, loss="ce", target_scale="auto").target_scale_.tolist() == [1.0] * 3
+
+
+@pytest.mark.parametrize("loss", ["mgr", "gr"])
+def test_poisson_scores_are_scaled_by_class(loss):
+    """model="poisson": the scores of Poisson learning without its prior correction
+    (priors equal to the labels' shares), each class's times its target scale, in the
+    targets' units; "balanced" is the paper's correction with uniform priors and None
+    (the default) leaves the scores as they are. Against a dense solve of the Poisson
+    equation."""
+    X, y = unbalanced_blobs()
+    if loss == "gr":
+        y = np.where(y == -1, -1, np.minimum(y, 1))  # classes of 2 + 4 and 9 labels
+    labeled = np.flatnonzero(y != -1)
+    classes, codes = np.unique(y[labeled], return_inverse=True)
+    k = classes.size
+    for target_scale, power in ((None, 0.0), ("sqrt", 0.5), ("balanced", 1.0), ("auto", 0.0)):
+        clf = _fit(X, y, loss=loss, model="poisson", target_scale=target_scale, tol=1e-12)
+        s = target_scales(codes, k, power)
+        np.testing.assert_allclose(clf.target_scale_, s, rtol=1e-12)
+        # the Poisson equation by a dense solve: L_u U = B, sum_i d_i U_i = 0
+        W = clf.graph_.weights.toarray()
+        d = W.sum(axis=1)
+        onehot = np.eye(k)[codes]
+        B = np.zeros((W.shape[0], k))
+        np.add.at(B, labeled, onehot - onehot.mean(axis=0))
+        A = np.vstack([np.diag(d) - W, d[None]])
+        U = np.linalg.lstsq(A, np.vstack([B, np.zeros((1, k))]), rcond=None)[0]
+        scores = U * s
+        if k == 2:
+            scores = scores[:, 1] - scores[:, 0]
+        targets = LOSSES[loss].encode(codes, k, s)
+        factor = np.sum(scores[labeled] * targets) / np.sum(scores[labeled] ** 2)
+        assert_close(clf.posterior_.latent(slice(None)), factor * scores, rtol=1e-7)
+        predicted = scores.argmax(axis=1) if k > 2 else (scores > 0).astype(int)
+        np.testing.assert_array_equal(clf.transduction_, classes[predicted])
+    paper = _fit(X, y, loss=loss, model="poisson", target_scale="balanced")
+    corrected = poisson_learning(paper.graph_.weights, labeled, codes, k)  # uniform priors
+    if k == 2:
+        corrected = corrected[:, 1] - corrected[:, 0]
+        np.testing.assert_array_equal(paper.transduction_, classes[(corrected > 0).astype(int)])
+    else:
+        np.testing.assert_array_equal(paper.transduction_, classes[corrected.argmax(axis=1)])
