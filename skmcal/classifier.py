@@ -726,7 +726,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         used none).
     target_scale_ : ndarray of shape (n_classes,)
         The scale of each class's targets in the last fit (``target_scale``,
-        "auto" resolved; ones where it used none).
+        "auto" resolved; ones where it used none); with ``model="poisson"``,
+        of its class scores too.
     tau_, gamma_ : float
         The values used (after resolving "auto"). ``model="sum"``: the
         spectral tau, and the gamma of the unscaled spectral prior with the
