@@ -24,9 +24,13 @@ of several connected components the constraint holds on each component, and
 each component's sources are balanced to sum to zero (a component without
 labels gets scores 0).
 
-The classifier's ``model="poisson"`` scales the scores to the units of the
-targets at the labels (:func:`target_units`) before the query strategies see
-them; its predictions are those of the scores.
+The classifier's ``model="poisson"`` leaves the correction out by default
+(``class_priors`` equal to the labels' shares, a factor of one: under
+active learning the shares follow the queries, not the classes' sizes) and
+applies it with ``target_scale="balanced"`` (uniform priors); it scales the
+scores to the units of the targets at the labels (:func:`target_units`)
+before the query strategies see them; its predictions are those of the
+scores.
 """
 
 from __future__ import annotations
