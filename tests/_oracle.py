@@ -153,6 +153,29 @@ def harmonic_extension(W, labeled, targets):
     return u
 
 
+def dense_poisson(W, labeled, codes, n_classes, priors):
+    """Poisson learning by a dense solve: ``pinv(D - W)`` on the sources ``y_j - ybar``
+    balanced per connected component, each component's degree-weighted mean 0, the
+    scores times ``priors / ybar`` (``priors`` equal to the labels' shares: none)."""
+    from scipy.sparse.csgraph import connected_components
+
+    W = W.toarray() if hasattr(W, "toarray") else np.asarray(W)
+    d = W.sum(axis=1)
+    onehot = np.eye(n_classes)[codes]
+    ybar = onehot.mean(axis=0)
+    B = np.zeros((W.shape[0], n_classes))
+    np.add.at(B, labeled, onehot - ybar)
+    _, comp = connected_components(W, directed=False)
+    for c in np.unique(comp):
+        m = comp == c
+        B[m] -= np.outer(d[m], B[m].sum(axis=0)) / d[m].sum()
+    U = np.linalg.pinv(np.diag(d) - W) @ B
+    for c in np.unique(comp):
+        m = comp == c
+        U[m] -= d[m] @ U[m] / d[m].sum()
+    return U * priors / ybar
+
+
 def dense_sum_prior(W, lam, V, tau_s, tau_f, eps, labeled):
     """``(Sigma, c_s, c_f)``: the summed prior of ``model="sum"`` at every node, dense
     (``c_s V (Lambda + tau_s^2)^-1 V' + eps c_f (L + tau_f^2 I)^-1``), and its two

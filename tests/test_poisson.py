@@ -9,33 +9,13 @@ import scipy.sparse as sp
 from skmcal.fullgraph import LaplacianSolver
 from skmcal.poisson import poisson_learning, target_units
 
-from _oracle import plane_knn_graph
+from _oracle import dense_poisson, plane_knn_graph
 
 N_CLASSES = 3
 
 
 def _graph(n=40, seed=0):
     return plane_knn_graph(n, seed)[0]
-
-
-def _dense_poisson(W, labeled, codes, priors):
-    """pinv of ``D - W`` on the sources balanced per component, degree-weighted mean 0."""
-    from scipy.sparse.csgraph import connected_components
-
-    d = W.sum(axis=1)
-    onehot = np.eye(N_CLASSES)[codes]
-    ybar = onehot.mean(axis=0)
-    B = np.zeros((W.shape[0], N_CLASSES))
-    np.add.at(B, labeled, onehot - ybar)
-    _, comp = connected_components(W, directed=False)
-    for c in np.unique(comp):
-        m = comp == c
-        B[m] -= np.outer(d[m], B[m].sum(axis=0)) / d[m].sum()
-    U = np.linalg.pinv(np.diag(d) - W) @ B
-    for c in np.unique(comp):
-        m = comp == c
-        U[m] -= d[m] @ U[m] / d[m].sum()
-    return U * priors / ybar
 
 
 @pytest.mark.parametrize("priors", [None, np.array([0.5, 0.3, 0.2])])
@@ -47,7 +27,7 @@ def test_matches_dense_solve(priors):
         sp.csr_matrix(W), labeled, codes, N_CLASSES, class_priors=priors, tol=1e-13
     )
     b = np.full(N_CLASSES, 1.0 / N_CLASSES) if priors is None else priors
-    expected = _dense_poisson(W, labeled, codes, b)
+    expected = dense_poisson(W, labeled, codes, N_CLASSES, b)
     np.testing.assert_allclose(U, expected, atol=1e-8 * np.abs(expected).max())
     d = W.sum(axis=1)
     np.testing.assert_allclose(d @ U, 0.0, atol=1e-10)
@@ -59,7 +39,7 @@ def test_disconnected_graph_balances_each_component():
     labeled = np.array([1, 5, 9, 17, 45, 50, 60])
     codes = np.array([0, 1, 2, 0, 1, 2, 2])
     U = poisson_learning(sp.csr_matrix(W), labeled, codes, N_CLASSES, tol=1e-13)
-    expected = _dense_poisson(W, labeled, codes, np.full(N_CLASSES, 1.0 / N_CLASSES))
+    expected = dense_poisson(W, labeled, codes, N_CLASSES, np.full(N_CLASSES, 1.0 / N_CLASSES))
     # plus each component's constant: the class mean of its own labels, prior-corrected
     onehot = np.eye(N_CLASSES)[codes]
     correction = (1.0 / N_CLASSES) / onehot.mean(axis=0)
