@@ -357,6 +357,13 @@ def warm_up_pynndescent() -> tuple[float, float]:
 WARNINGS: list[tuple[str, str, str]] = []
 
 
+def searched_again(clf, n_labels: int) -> bool:
+    """Whether the classifier's last fit, on ``n_labels`` labels, searched its "auto"
+    hyperparameters again rather than reusing the last choice (the private
+    ``_auto_choice`` records the label count of the last search)."""
+    return getattr(clf, "_auto_choice", (None,))[0] == n_labels
+
+
 def max_rss_mib() -> float:
     """The process's peak resident memory so far (Linux: ``ru_maxrss`` in KiB), MiB."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

@@ -169,7 +169,7 @@ def al_iterations(n, X, y, args, n_jobs):
             refit.append(1000 * (t2 - t1))
             cpu.append(1000 * load.self_cpu_s)
             # a refit that searched tau and gamma again records its label count
-            searched.append(getattr(clf, "_auto_choice", (None,))[0] == len(labeled))
+            searched.append(h.searched_again(clf, len(labeled)))
             counts.append(len(labeled))
     nodes = np.asarray(labeled)
     got = clf.posterior_.base

@@ -66,7 +66,7 @@ def run_trial(name, pool, codes, strategy, trial, seed, stop, emit):
             continue
         unlabeled = np.ones(codes.size, dtype=bool)
         unlabeled[labeled] = False
-        searched = getattr(clf, "_auto_choice", (None,))[0] == labeled.size
+        searched = h.searched_again(clf, labeled.size)
         emit(
             labeled.size,
             float(np.mean(after[unlabeled] != before[unlabeled])),
