@@ -339,6 +339,15 @@ def significantly_better(correct, baseline, z=AUTO_SCALE_Z) -> bool:
     return bool(b > a and b - a >= z * np.sqrt(a + b))
 
 
+def _graph_solver(graph):
+    """The sparse solver of ``graph``'s weights (:func:`~skmcal.fullgraph.solver_for`),
+    given the graph's eigenpairs (:meth:`~skmcal.fullgraph.LaplacianSolver.set_low_modes`:
+    columns borrowed across shifts start corrected on them)."""
+    solver = solver_for(graph.weights)
+    solver.set_low_modes(graph.eigenvalues, graph.eigenvectors)
+    return solver
+
+
 def _is_nan(value) -> bool:
     return isinstance(value, Real) and value != value
 
@@ -1024,20 +1033,22 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         if last is not None and n_labeled < AUTO_REUSE_GROWTH * last[0]:
             return last[1], last[2], None
         if model == "full" and loss.closed_form:
-            solver = solver_for(graph.weights)
+            solver = _graph_solver(graph)
             taus = FULL_TAUS if tau is None else (tau,)
             nodes = np.unique(labeled_nodes)
             # this fit's columns at every tau, whatever the solver's cache holds
             # (columns of other fits): the choice of rule must not depend on it
             if solver.greens_fit(len(taus), nodes.size):
                 # a warm search climbs from the last choice (select_full_hyperparameters),
-                # whose columns the fit needs at tol; the other taus' at FULL_EVIDENCE_TOL
+                # whose columns the fit needs at tol; the other taus' at FULL_EVIDENCE_TOL,
+                # their entries corrected to second order
                 start = last[1] if last is not None and last[1] in taus else None
                 tol = self._solve_tol()
                 tau, gamma, _ = select_full_hyperparameters(
                     lambda t: green_block(
                         graph.weights, labeled_nodes, t, solver=solver,
                         tol=tol if t == start else max(tol, FULL_EVIDENCE_TOL),
+                        second_order=t != start,
                     ),
                     loss.encode(codes, n_classes),  # choices on unit targets (_encode)
                     taus,
@@ -1459,7 +1470,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         with ExitStack() as locks:
             if model != "spectral":
                 for g in candidates:  # always in this order: the incumbent, then the narrow
-                    locks.enter_context(solver_for(g.weights).lock)
+                    locks.enter_context(_graph_solver(g).lock)
                 locks.enter_context(solver_threads(self._n_threads()))
             if model == "sum":
                 posterior, tau, gamma, graph = self._fit_sum(
@@ -1741,7 +1752,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 UserWarning,
                 stacklevel=4,
             )
-        solver = solver_for(graph.weights)
+        solver = _graph_solver(graph)
         targets = self._encode(loss, codes, n_classes)
         fit = fit_sum_graph(
             graph.eigenvalues, graph.eigenvectors, graph.weights, labeled_nodes, targets,
@@ -1779,7 +1790,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         by their square roots (``sqrt(w_i w_j) K_ij``, ``sqrt(w_i) y_i``: unit noise
         there is noise ``gamma^2 / w_i`` here, the criterion shifted by a constant), and
         the leave-one-out means, scaled alike, predict the same classes."""
-        solver = solver_for(graph.weights)
+        solver = _graph_solver(graph)
         taus_s, taus_f, gammas = self._sum_grids(graph)
         if not solver.greens_fit(len(taus_f), np.unique(labeled_nodes).size):
             taus_f = [last[1][1] if last is not None else taus_f[len(taus_f) // 2]]

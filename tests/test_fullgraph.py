@@ -429,6 +429,55 @@ def test_green_columns_start_from_the_nearest_other_shift():
     )
 
 
+def test_borrowed_columns_are_corrected_on_the_low_modes():
+    """With eigenpairs of ``L`` (set_low_modes) a borrowed column starts as
+    ``g_a + V ((Lambda + tau_b^2)^-1 - (Lambda + tau_a^2)^-1) V' e_i``: exact with
+    every pair (no iteration), fewer iterations than the plain borrow with a
+    few, the same columns of the inverse either way."""
+    n = 400
+    W, _ = _graph(n=n, seed=6)
+    nodes = np.array([3, 50, 199, 350])
+    lam, V = np.linalg.eigh(dense_laplacian(W))
+    lam = np.clip(lam, 0.0, None)
+    atol = np.full(4, 1e-9)
+
+    def borrowed(low_modes):
+        solver = LaplacianSolver(W)
+        if low_modes is not None:
+            solver.set_low_modes(*low_modes)
+        solver.green_solve(0.01**2, nodes, np.full(4, 1e-13))
+        seen = []
+        original = solver._borrow
+
+        def spy(green, todo, x, cols):
+            original(green, todo, x, cols)
+            seen.append(x[:, cols][np.argsort(green.hierarchy.order)])  # node order
+        solver._borrow = spy
+        iterations, converged = solver.green_solve(0.03**2, nodes, atol)
+        assert converged and np.all(solver.green_residuals(0.03**2, nodes) <= atol)
+        got = solver.green_rows(0.03**2, np.arange(n), nodes)
+        np.testing.assert_allclose(got, dense_green(W, 0.03)[:, nodes], atol=1e-7)
+        return iterations, seen[0]
+
+    plain, _ = borrowed(None)
+    exact, start = borrowed((lam, V))
+    assert exact == 0
+    np.testing.assert_allclose(start, dense_green(W, 0.03)[:, nodes], atol=1e-9)
+    few, start = borrowed((lam[:10], V[:, :10]))
+    assert few < plain
+    change = 1.0 / (lam[:10] + 0.03**2) - 1.0 / (lam[:10] + 0.01**2)
+    expected = dense_green(W, 0.01)[:, nodes] + V[:, :10] @ (change[:, None] * V[nodes, :10].T)
+    np.testing.assert_allclose(start, expected, atol=1e-9)
+
+
+def test_low_modes_of_the_wrong_shape_are_refused():
+    solver = LaplacianSolver(_graph()[0])
+    with pytest.raises(ValueError, match=r"shape \(n_nodes, n_eigenvalues\) = \(40, 3\)"):
+        solver.set_low_modes(np.zeros(3), np.zeros((39, 3)))
+    with pytest.raises(ValueError, match="non-negative"):
+        solver.set_low_modes(np.array([0.0, np.nan]), np.zeros((40, 2)))
+
+
 @pytest.mark.parametrize("tol", [1e-4, 1e-8])
 def test_green_fit_meets_its_residual_tolerance(tol):
     """The fit's residual, its labeled rows scaled by ``min(1, gamma^2)``, meets ``tol``."""
@@ -560,7 +609,7 @@ def test_classifier_full_refits_reuse_the_auto_choice(monkeypatch):
 def test_classifier_full_search_climbs_from_the_last_choice(monkeypatch):
     """model="full": a cold fit searches every tau, a warm search climbs from the last
     choice; the columns of that tau are solved at the classifier's tol (the fit needs
-    them), those of the others at FULL_EVIDENCE_TOL."""
+    them), those of the others at FULL_EVIDENCE_TOL, their entries to second order."""
     from sklearn.datasets import make_moons
 
     import skmcal.classifier as module
@@ -575,9 +624,9 @@ def test_classifier_full_search_climbs_from_the_last_choice(monkeypatch):
         solves.append([])
         return select(*args, start=start, **kwargs)
 
-    def recording_block(weights, labeled, tau, *, tol, solver):
-        solves[-1].append((tau, tol))
-        return block(weights, labeled, tau, tol=tol, solver=solver)
+    def recording_block(weights, labeled, tau, *, tol, solver, second_order):
+        solves[-1].append((tau, tol, second_order))
+        return block(weights, labeled, tau, tol=tol, solver=solver, second_order=second_order)
 
     monkeypatch.setattr(module, "select_full_hyperparameters", recording_select)
     monkeypatch.setattr(module, "green_block", recording_block)
@@ -591,12 +640,69 @@ def test_classifier_full_search_climbs_from_the_last_choice(monkeypatch):
         clf.fit(X, y)
         chosen.append(clf.tau_)
     assert starts == [None, chosen[0]]
-    assert solves[0] == [(tau, FULL_EVIDENCE_TOL) for tau in FULL_TAUS]
-    warm = dict(solves[1])
-    assert warm[chosen[0]] == 1e-9
-    assert all(tol == FULL_EVIDENCE_TOL for tau, tol in warm.items() if tau != chosen[0])
+    assert solves[0] == [(tau, FULL_EVIDENCE_TOL, True) for tau in FULL_TAUS]
+    warm = {tau: (tol, second) for tau, tol, second in solves[1]}
+    assert warm[chosen[0]] == (1e-9, False)
+    assert all(v == (FULL_EVIDENCE_TOL, True) for tau, v in warm.items() if tau != chosen[0])
     i = FULL_TAUS.index(chosen[0])  # the climb tries the smaller neighbour first
     assert FULL_TAUS[i - 1 if i > 0 else i + 1] in warm
+
+
+def test_second_order_green_block_meets_its_bound():
+    """green_block(second_order=True) from loose columns: each entry within
+    ``||r_i|| ||r_j|| / tau^2`` of the dense inverse's (a node labeled twice), where
+    the entries read from the same columns are off by more; kept entries are reused
+    (new nodes' only are computed) and stay valid when the columns are refined."""
+    n, tau = 300, 0.05
+    W, _ = _graph(n=n, seed=11)
+    exact = dense_green(W, tau)
+    solver = LaplacianSolver(W)
+    first = np.array([4, 40, 150, 40, 260])
+    K = green_block(W, first, tau, tol=3e-2, solver=solver, second_order=True)
+    nodes = np.unique(first)
+    r = solver.green_residuals(tau**2, nodes)
+    assert np.all(r <= 3e-2) and np.any(r > 1e-4)  # loose columns
+    pos = np.searchsorted(nodes, first)
+    bound = np.outer(r, r)[np.ix_(pos, pos)] / tau**2
+    truth = exact[np.ix_(first, first)]
+    assert np.all(np.abs(K - truth) <= bound)
+    # the entries read from the same columns: off by more between nodes (on the
+    # diagonal both are: a column from zero is CG's, x_i' r_i = 0)
+    read = green_block(W, first, tau, tol=3e-2, solver=solver)
+    apart = first[:, None] != first[None, :]
+    assert np.abs(read - truth)[apart].max() > 10 * np.abs(K - truth)[apart].max()
+    np.testing.assert_allclose(K, K.T, atol=0)
+    # two more nodes: only they are computed (their residuals in one product)
+    green = solver._greens[tau**2]
+    widths = []
+    original = green.product
+    green.product = lambda X, n_parts=1: widths.append(X.shape[1]) or original(X, n_parts)
+    more = np.array([4, 40, 150, 260, 7, 99])
+    K2 = green_block(W, more, tau, tol=3e-2, solver=solver, second_order=True)
+    assert widths[-1] == 2
+    np.testing.assert_array_equal(K2[:4, :4], K[np.ix_([0, 1, 2, 4], [0, 1, 2, 4])])
+    r2 = solver.green_residuals(tau**2, more)
+    assert np.all(np.abs(K2 - exact[np.ix_(more, more)]) <= np.outer(r2, r2) / tau**2)
+    # refined columns (a fit's tolerance): the kept entries are returned as they were
+    solver.green_solve(tau**2, np.sort(more), np.full(6, 1e-12))
+    K3 = green_block(W, more, tau, tol=1e-12, solver=solver, second_order=True)
+    np.testing.assert_array_equal(K3, K2)
+
+
+def test_second_order_entries_are_computed_again_past_their_cap(monkeypatch):
+    """Past MAX_ESTIMATE_NODES the kept entries are dropped and computed again: the
+    same values as a solver that never dropped them."""
+    n, tau = 200, 0.05
+    W, _ = _graph(n=n, seed=12)
+    monkeypatch.setattr(skmcal.fullgraph, "MAX_ESTIMATE_NODES", 5)
+    capped, whole = LaplacianSolver(W), LaplacianSolver(W)
+    for labeled in (np.array([1, 30, 60]), np.array([1, 30, 60, 90, 120, 150])):
+        got = green_block(W, labeled, tau, tol=1e-3, solver=capped, second_order=True)
+        assert len(capped._greens[tau**2]._slot) <= labeled.size
+        monkeypatch.setattr(skmcal.fullgraph, "MAX_ESTIMATE_NODES", 100)
+        want = green_block(W, labeled, tau, tol=1e-3, solver=whole, second_order=True)
+        monkeypatch.setattr(skmcal.fullgraph, "MAX_ESTIMATE_NODES", 5)
+        np.testing.assert_allclose(got, want, atol=1e-12)
 
 
 def test_green_block_is_the_labeled_block_of_the_inverse():
