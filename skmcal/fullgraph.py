@@ -607,7 +607,6 @@ class LaplacianSolver:
         self._small = None
         self._greens = OrderedDict()  # tau2 -> _GreenColumns, least recently used first
         self._low_modes = None  # (eigenvalues, eigenvectors) of L, set_low_modes()
-        self._modes_in_order = None  # (order, eigenvectors, their rows in that order)
         self._order = None  # reverse Cuthill-McKee order of L (_hierarchy())
         self._split = {}  # n_parts -> the Laplacian in row blocks (matvec())
         self.lock = threading.RLock()
@@ -894,23 +893,14 @@ class LaplacianSolver:
                 continue
             values = other.columns(nodes[found])  # every shift's rows in self._order
             if self._low_modes is not None:
-                lam, V = self._ordered_modes(self._order)
+                lam, V = self._low_modes
                 change = 1.0 / (lam + green.tau2) - 1.0 / (lam + other.tau2)
-                coef = change[:, None] * V[green.position[nodes[found]]].T
-                values += V @ coef.astype(V.dtype, copy=False)
+                coef = (change[:, None] * V[nodes[found]].T).astype(V.dtype, copy=False)
+                values += (V @ coef)[self._order]
             x[:, cols[found]] = values
             left[found] = False
             if not left.any():
                 break
-
-    def _ordered_modes(self, order):
-        """The eigenpairs of :meth:`set_low_modes`, the eigenvectors' rows in ``order``
-        (kept for the last order asked)."""
-        lam, V = self._low_modes
-        cached = self._modes_in_order
-        if cached is None or cached[0] is not order or cached[1] is not V:
-            cached = self._modes_in_order = (order, V, V[order])
-        return lam, cached[2]
 
     def _trim(self, nodes):
         """Keep the cached columns within :data:`MAX_GREEN_BYTES`: drop the least
