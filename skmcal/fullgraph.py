@@ -120,8 +120,8 @@ DIAGONAL_SLACK = 2.0
 MAX_GREEN_BYTES = 2**28
 
 #: Most nodes whose second-order Green's entries one shift keeps
-#: (``_GreenColumns.estimate``: a square of float64, 32 MiB); beyond it they
-#: are computed afresh.
+#: (``_GreenColumns.estimate``: a square of float64, 32 MiB); beyond it only
+#: those among the nodes asked for are kept (more where more are asked for).
 MAX_ESTIMATE_NODES = 2048
 
 #: A gr / mgr fit goes through Green's columns when at most this many per
@@ -1045,8 +1045,13 @@ class _GreenColumns:
         with the columns for their residuals. Every node must have a column.
         """
         nodes = np.asarray(nodes)
-        if len(self._slot) + nodes.size > MAX_ESTIMATE_NODES:
-            self._slot, self._estimates = {}, np.empty((0, 0))
+        new = sum(int(node) not in self._slot for node in nodes)
+        if len(self._slot) + new > MAX_ESTIMATE_NODES and len(self._slot) > nodes.size - new:
+            # keep the entries among the nodes asked for, drop the others
+            kept = [int(node) for node in nodes if int(node) in self._slot]
+            at = [self._slot[node] for node in kept]
+            self._estimates = self._estimates[np.ix_(at, at)]
+            self._slot = {node: i for i, node in enumerate(kept)}
         for node in nodes:
             self._slot.setdefault(int(node), len(self._slot))
         grow = len(self._slot) - self._estimates.shape[0]

@@ -689,20 +689,30 @@ def test_second_order_green_block_meets_its_bound():
     np.testing.assert_array_equal(K3, K2)
 
 
-def test_second_order_entries_are_computed_again_past_their_cap(monkeypatch):
-    """Past MAX_ESTIMATE_NODES the kept entries are dropped and computed again: the
-    same values as a solver that never dropped them."""
+def test_second_order_entries_past_their_cap_keep_the_nodes_asked_for(monkeypatch):
+    """Past MAX_ESTIMATE_NODES the entries of nodes not asked for are dropped, those among
+    the nodes asked for kept (not computed again): the values of a solver without a cap."""
     n, tau = 200, 0.05
     W, _ = _graph(n=n, seed=12)
     monkeypatch.setattr(skmcal.fullgraph, "MAX_ESTIMATE_NODES", 5)
     capped, whole = LaplacianSolver(W), LaplacianSolver(W)
-    for labeled in (np.array([1, 30, 60]), np.array([1, 30, 60, 90, 120, 150])):
+    sets = (np.array([1, 30, 60]), np.array([1, 30, 60, 90, 120, 150]), np.array([60, 90, 7]))
+    # entries computed at each call: every node, then the three new ones, then the
+    # one new (60 and 90 kept past the cap, 1, 30, 120 and 150 dropped)
+    for labeled, computed in zip(sets, (3, 3, 1), strict=True):
+        widths = []
+        capped.green_solve(tau**2, np.unique(labeled), np.full(np.unique(labeled).size, 1e-3))
+        green = capped._greens[tau**2]
+        original = green.product  # now the residuals of the entries computed
+        green.product = lambda X, n_parts=1, f=original: widths.append(X.shape[1]) or f(X)
         got = green_block(W, labeled, tau, tol=1e-3, solver=capped, second_order=True)
-        assert len(capped._greens[tau**2]._slot) <= labeled.size
+        green.product = original
+        assert len(capped._greens[tau**2]._slot) <= max(5, labeled.size)
         monkeypatch.setattr(skmcal.fullgraph, "MAX_ESTIMATE_NODES", 100)
         want = green_block(W, labeled, tau, tol=1e-3, solver=whole, second_order=True)
         monkeypatch.setattr(skmcal.fullgraph, "MAX_ESTIMATE_NODES", 5)
         np.testing.assert_allclose(got, want, atol=1e-12)
+        assert widths == [computed]
 
 
 def test_green_block_is_the_labeled_block_of_the_inverse():
