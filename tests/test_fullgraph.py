@@ -704,7 +704,7 @@ def test_second_order_entries_past_their_cap_keep_the_nodes_asked_for(monkeypatc
         capped.green_solve(tau**2, np.unique(labeled), np.full(np.unique(labeled).size, 1e-3))
         green = capped._greens[tau**2]
         original = green.product  # now the residuals of the entries computed
-        green.product = lambda X, n_parts=1, f=original: widths.append(X.shape[1]) or f(X)
+        green.product = lambda X, n_parts=1, f=original, w=widths: w.append(X.shape[1]) or f(X)
         got = green_block(W, labeled, tau, tol=1e-3, solver=capped, second_order=True)
         green.product = original
         assert len(capped._greens[tau**2]._slot) <= max(5, labeled.size)
