@@ -743,12 +743,14 @@ class LaplacianSolver:
         return out
 
     def set_low_modes(self, eigenvalues, eigenvectors):
-        """Give the solver eigenpairs of ``L`` (the graph's spectrum), for ``_borrow()``.
+        """Give the solver eigenpairs of ``L`` (the graph's spectrum).
 
-        A column borrowed from another shift is corrected exactly on these
+        A Green's column missing at one shift starts from the same node's
+        column at another (:meth:`green_solve`), corrected exactly on these
         modes; the rest of its error is left to the iterations, so the
         columns meet the same residuals with any pairs (approximate ones
-        only help less). The arrays are kept, not copied.
+        only help less). The classifier gives its graph's. The arrays are
+        kept, not copied.
 
         Parameters
         ----------
@@ -802,7 +804,8 @@ class LaplacianSolver:
         ``||e_i - (L + tau2 I) g_i||`` it reached; columns missing or above
         their ``atol`` are solved (refined from the cached value; a missing
         one started from the node's column at the nearest other cached shift,
-        ``_borrow()``) by conjugate gradients with a hierarchy of
+        corrected on the eigenpairs of :meth:`set_low_modes`, ``_borrow()``)
+        by conjugate gradients with a hierarchy of
         ``L + tau2 I`` built once per ``tau2``: labels never change it. The
         columns are solved and kept in the hierarchy's node order, so that no
         iteration permutes them (5 columns
