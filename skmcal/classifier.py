@@ -553,7 +553,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         :data:`~skmcal.evidence.FULL_TAUS` x :data:`~skmcal.evidence.FULL_GAMMAS`;
         a warm refit's search climbs along the taus from the last choice and
         solves the other taus' Green's columns to
-        :data:`~skmcal.evidence.FULL_EVIDENCE_TOL`); with the other losses,
+        :data:`~skmcal.evidence.FULL_EVIDENCE_TOL`, their entries corrected to
+        second order); with the other losses,
         DEFAULT_GAMMAS as they are. ``model="sum"``:
         the leave-one-out density of its labels over
         :data:`~skmcal.evidence.SUM_GAMMAS`, relative to the prior scaled to
@@ -1001,7 +1002,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         (:func:`skmcal.evidence.select_full_hyperparameters` over
         :data:`~skmcal.evidence.FULL_TAUS` x :data:`~skmcal.evidence.FULL_GAMMAS`;
         a warm search climbs from the last tau, whose columns it solves at the
-        fits' tolerance, the other taus' at ``FULL_EVIDENCE_TOL``)
+        fits' tolerance, the other taus' at ``FULL_EVIDENCE_TOL`` with
+        second-order entries, :func:`~skmcal.fullgraph.green_block`)
         while the Green's columns of the labeled nodes at every tau fit in
         :data:`skmcal.fullgraph.MAX_GREEN_BYTES`; beyond, a warm refit keeps
         the last choice. Otherwise the spectral evidence:
