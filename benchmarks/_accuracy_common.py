@@ -41,11 +41,25 @@ N_START = 20
 BATCH = 5
 #: Fraction of the unlabeled nodes offered as candidates to each query.
 CANDIDATE_FRACTION = 0.1
-#: Labels at the end of a run; the label counts reported in the tables.
+#: Labels at the end of a run (the default; :func:`set_final` changes the run's), and
+#: the label counts reported in the tables (those below the end, and the end).
 N_FINAL = 500
-REPORTED = (20, 50, 100, 200, 500)
+REPORTED = [20, 50, 100, 200, 500]
 #: Label counts after the start and after each batch: a row of the CSV each.
 CHECKPOINTS = list(range(N_START, N_FINAL + 1, BATCH))
+
+
+def set_final(n_final: int) -> None:
+    """End the runs at ``n_final`` labels (``--final``: small data sets): ``CHECKPOINTS``
+    and ``REPORTED`` are changed in place, so that every module reading them agrees."""
+    if n_final < 50 or (n_final - N_START) % BATCH:
+        raise ValueError(
+            f"--final must be at least 50, {N_START} and a multiple of {BATCH}; got {n_final}."
+        )
+    CHECKPOINTS[:] = range(N_START, n_final + 1, BATCH)
+    REPORTED[:] = [n for n in (20, 50, 100, 200, 500) if n < n_final] + [n_final]
+
+
 #: Columns of ``<dataset>.csv``.
 COLUMNS = ("dataset", "method", "trial", "n_labels", "accuracy", "seconds")
 

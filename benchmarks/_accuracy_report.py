@@ -19,7 +19,6 @@ from _accuracy_common import (
     CHECKPOINTS,
     DATASETS,
     DEFAULT_GRAPH_SUFFIX,
-    N_FINAL,
     N_START,
     REPORTED,
     read_rows,
@@ -273,9 +272,9 @@ def report(out: Path, configs: dict) -> Path:
         f"Every method starts from the same {N_START} labels per trial (as even over the "
         f"classes as possible: 2 per class with 10 classes, 6-7 with 3, 10 with 2), then "
         f"labels batches of {BATCH} chosen among a random 10% of its unlabeled nodes, to "
-        f"{N_FINAL}. Accuracy on the nodes not labeled, mean ± std over trials; the best mean "
-        "of each column in bold. *worst drop*: the largest fall of accuracy over one batch, "
-        "in any trial (points). *s / batch*: query + refit, mean. Methods are "
+        f"{CHECKPOINTS[-1]}. Accuracy on the nodes not labeled, mean ± std over trials; the "
+        "best mean of each column in bold. *worst drop*: the largest fall of accuracy over one "
+        "batch, in any trial (points). *s / batch*: query + refit, mean. Methods are "
         "`model:strategy` (`python benchmarks/bench_accuracy.py --list`); **default** is "
         "`SpectralGraphClassifier(nodes=pool)` with model change and its default options, "
         "graph included (`loss='auto'`, `model='auto'`: spectral ce below 50 labels, the "

@@ -74,6 +74,7 @@ from _accuracy_common import (
     dataset_graph,
     initial_labels,
     read_rows,
+    set_final,
     tie_break_rng,
 )
 from _accuracy_report import report
@@ -84,7 +85,11 @@ from skmcal.classifier import PAPER_HYPERPARAMETERS as PAPER
 #: skmcal's default batch mode (the configurations below otherwise use top-k batches).
 DEFAULT_BATCH = inspect.signature(skmcal.model_change).parameters["batch"].default
 
-SETTINGS = {"n_start": N_START, "batch": BATCH, "n_final": N_FINAL, "candidates": 0.1}
+
+def settings() -> dict:
+    """The loop's settings, recorded with the results (a folder holds runs of one)."""
+    return {"n_start": N_START, "batch": BATCH, "n_final": CHECKPOINTS[-1], "candidates": 0.1}
+
 
 MULTI, BINARY = "multiclass", "binary"
 #: The default before loss="auto", model="auto" and kernel="auto" (the ``spectral-ce*``
@@ -276,11 +281,11 @@ def complete_runs(path: Path) -> set[tuple[str, int]]:
 
 def record_command(path: Path, info: dict, description: str) -> None:
     """Check the settings of ``<dataset>.json`` (or write them) and add this command."""
-    saved = json.loads(path.read_text()) if path.exists() else {"settings": SETTINGS, "runs": []}
+    saved = json.loads(path.read_text()) if path.exists() else {"settings": settings(), "runs": []}
     saved["data"] = description
-    if saved["settings"] != SETTINGS:
+    if saved["settings"] != settings():
         sys.exit(
-            f"{path} was written with settings {saved['settings']}, not {SETTINGS}; "
+            f"{path} was written with settings {saved['settings']}, not {settings()}; "
             "use another --out."
         )
     saved["runs"].append(info)
@@ -312,7 +317,7 @@ def run_one(learner, codes, seed, trial, emit, note):
     start = time.perf_counter()
     learner.start(labeled)
     emit(labeled.size, accuracy(), time.perf_counter() - start)
-    for batch in range(1, (N_FINAL - N_START) // BATCH + 1):
+    for batch in range(1, len(CHECKPOINTS)):
         cands = candidates(labeled, n, seed, trial, batch)
         start = time.perf_counter()
         nodes = np.asarray(learner.query(cands, BATCH, rng), dtype=np.intp)
@@ -423,6 +428,12 @@ def main(argv=None) -> None:
         help="method names or shell patterns (default: all)",
     )
     p.add_argument("--trials", type=int, default=5, help="trials 0 .. TRIALS-1 (default 5)")
+    p.add_argument(
+        "--final",
+        type=int,
+        default=N_FINAL,
+        help=f"labels at the end of a run (default {N_FINAL}; a folder holds runs of one)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/accuracy"))
     p.add_argument("--data-home", default=None, help="skmcal's data folder (MNIST, Samson)")
@@ -444,6 +455,10 @@ def main(argv=None) -> None:
     p.add_argument("--report", action="store_true", help="only write the tables and plots")
     p.add_argument("--list", action="store_true", help="print the methods and exit")
     args = p.parse_args(argv)
+    try:
+        set_final(args.final)
+    except ValueError as exc:
+        p.error(str(exc))
     if args.list:
         for m, c in CONFIGS.items():
             log(f"{m:18s} {c}")
