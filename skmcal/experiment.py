@@ -13,8 +13,9 @@ A strategy is named ``"name"`` or ``"name:loss"`` (see :data:`STRATEGIES`);
 the loss is the model the strategy queries for and whose accuracy is
 recorded, as in the paper (MC-GR is ``"mc:gr"``, UNC-LOG ``"unc:logistic"``),
 so strategies on different losses can be compared in one run. Every loss is
-fitted in the paper's spectral model (``model="spectral"``, not the
-classifier's default ``"auto"``).
+fitted in the paper's spectral model (``model="spectral"``) unless ``model``
+names another of the classifier's models (``"auto"`` with ``loss="auto"``:
+the classifier's defaults, on the experiment's graph).
 
 :func:`run_experiment` is three parts: :class:`ExperimentConfig`, the
 validated settings (what ``config.json`` records); :class:`ResultStore`, the
@@ -123,6 +124,12 @@ CONFIG_FILE = "config.json"
 
 #: Keys of ``config.json`` not compared when resuming.
 _UNCOMPARED_KEYS = frozenset({"skmcal_version"})
+#: Settings added since the first ``config.json`` files, with the value that those
+#: files' runs had (a folder written before a setting existed resumes under it).
+_ADDED_SETTINGS = {"model": "spectral"}
+
+#: The models an experiment can fit (``model`` of :class:`~skmcal.SpectralGraphClassifier`).
+MODELS = ("spectral", "full", "sum", "poisson", "auto")
 
 #: Query strategies by name: the :mod:`skmcal.query` function and its options
 #: (a name without ``-greedy`` or ``-localmax`` means the paper's top-k batches).
@@ -176,7 +183,7 @@ class StrategySpec:
     name : str
         A key of :data:`STRATEGIES`.
     loss : str
-        A loss of :class:`~skmcal.SpectralGraphClassifier`.
+        A loss of :class:`~skmcal.SpectralGraphClassifier` (``"auto"``: its own choice).
     """
 
     name: str
@@ -205,7 +212,8 @@ def parse_strategy(spec: str, default_loss: str) -> StrategySpec:
     ----------
     spec : str
         A strategy name of :data:`STRATEGIES`, optionally followed by ``:``
-        and a loss (``gr``, ``logistic``, ``probit``, ``mgr``, ``ce``).
+        and a loss (``gr``, ``logistic``, ``probit``, ``mgr``, ``ce``, or
+        ``auto``: the classifier's own choice, see its ``loss``).
         Case-insensitive.
     default_loss : str
         The loss of a spec without one.
@@ -231,9 +239,9 @@ def parse_strategy(spec: str, default_loss: str) -> StrategySpec:
             f"(optionally followed by ':loss')."
         )
     loss = loss or default_loss
-    if loss not in LOSSES:
+    if loss != "auto" and loss not in LOSSES:
         raise ValueError(
-            f"Unknown loss {loss!r} in strategy {spec!r}; accepted: {', '.join(LOSSES)}."
+            f"Unknown loss {loss!r} in strategy {spec!r}; accepted: {', '.join(LOSSES)}, auto."
         )
     return StrategySpec(name, loss)
 
@@ -585,6 +593,7 @@ def _parse_choice(row):
 
 
 def _compare_configs(saved: dict, config: dict, path: Path) -> None:
+    saved = {**_ADDED_SETTINGS, **saved}
     keys = (set(saved) | set(config)) - _UNCOMPARED_KEYS
     differ = sorted(k for k in keys if saved.get(k) != config.get(k))
     if differ:
@@ -877,6 +886,7 @@ class ExperimentConfig:
     candidates: float | int | None
     trials: int
     seed: int
+    model: str = "spectral"
     skmcal_version: str = __version__
     knn: Any = field(default=None, repr=False, compare=False)
 
@@ -907,11 +917,12 @@ class ExperimentConfig:
         }
 
 
-def _resolve_strategies(strategies, loss, n_classes) -> tuple[str, list[str]]:
-    """The default loss and the ``"name:loss"`` labels, checked against the classes."""
-    if loss == "auto":
+def _resolve_strategies(strategies, loss, n_classes, model) -> tuple[str, list[str]]:
+    """The default loss and the ``"name:loss"`` labels, checked against the classes and
+    ``model``."""
+    if loss == "auto" and model == "spectral":
         loss = "gr" if n_classes == 2 else "mgr"
-    elif loss not in LOSSES:
+    elif loss != "auto" and loss not in LOSSES:
         raise ValueError(f"Unknown loss {loss!r}; accepted: 'auto', {', '.join(LOSSES)}.")
     specs = [parse_strategy(spec, loss) for spec in strategies]
     labels = [spec.label for spec in specs]
@@ -923,10 +934,17 @@ def _resolve_strategies(strategies, loss, n_classes) -> tuple[str, list[str]]:
             raise ValueError(
                 f"Strategy {spec.label!r} is binary only, but the data hold {n_classes} classes."
             )
+        if spec.loss == "auto":
+            continue
         if n_classes > 2 and not LOSSES[spec.loss].multiclass:
             raise ValueError(
                 f"Strategy {spec.label!r} uses the binary loss {spec.loss!r}, but the data "
                 f"hold {n_classes} classes; use mgr or ce."
+            )
+        if model == "sum" and not LOSSES[spec.loss].closed_form:
+            raise ValueError(
+                f"Strategy {spec.label!r} uses the loss {spec.loss!r}, but model='sum' takes "
+                f"the Gaussian losses gr and mgr (or auto)."
             )
     return loss, labels
 
@@ -955,7 +973,10 @@ def _validate(dataset, data_home, settings: dict) -> tuple[ExperimentConfig, _Da
     data = _Data.load(dataset, n_samples, data_home)
     n_nodes, n_classes = data.pool.n_nodes, data.classes.size
 
-    loss, labels = _resolve_strategies(strategies, s["loss"], n_classes)
+    model = s["model"]
+    if model not in MODELS:
+        raise ValueError(f"Unknown model {model!r}; accepted: {', '.join(map(repr, MODELS))}.")
+    loss, labels = _resolve_strategies(strategies, s["loss"], n_classes, model)
 
     kernel = data.defaults["kernel"] if s["kernel"] == "auto" else s["kernel"]
     n_neighbors = s["n_neighbors"]
@@ -1031,6 +1052,7 @@ def _validate(dataset, data_home, settings: dict) -> tuple[ExperimentConfig, _Da
         candidates=candidates,
         trials=s["trials"],
         seed=s["seed"],
+        model=model,
         knn=knn,
     )
     return config, data
@@ -1106,7 +1128,7 @@ class _Runner:
         c = self.config
         return SpectralGraphClassifier(
             loss,
-            model="spectral",
+            model=c.model,
             nodes=self.data.pool,
             tau=c.tau,
             gamma=c.gamma,
@@ -1420,6 +1442,7 @@ def run_experiment(
     *,
     strategies: Sequence[str] = ("mc", "vopt", "sopt", "unc", "rand"),
     loss: str = "auto",
+    model: str = "spectral",
     tau: float | str = "auto",
     gamma: float | str = "auto",
     kernel: str = "auto",
@@ -1471,11 +1494,22 @@ def run_experiment(
         recorded (a baseline is scored in its own model); without one,
         ``loss``. Each must be unique.
     loss : str, default="auto"
-        The loss of strategies given without one; "auto": ``gr`` for two
-        classes, ``mgr`` for more.
+        The loss of strategies given without one; "auto": with the spectral
+        model ``gr`` for two classes, ``mgr`` for more (the paper's); with
+        the other models the classifier's own ``loss="auto"`` (strategies
+        ``"name:auto"``).
+    model : {"spectral", "full", "sum", "poisson", "auto"}, default="spectral"
+        The classifier's ``model`` for every strategy (the baselines apart):
+        the paper's spectral model, or one beyond it (see
+        :class:`~skmcal.SpectralGraphClassifier`). ``model="auto"`` with
+        ``loss="auto"`` is the classifier's defaults (spectral ``ce`` below
+        50 labels, then the summed prior with ``mgr``) on the experiment's
+        graph: the data set's kernel, not the classifier's choice of kernel by
+        the labels (see ``kernel``). ``"sum"`` takes ``gr``, ``mgr`` and
+        ``auto`` only.
     tau, gamma : float or "auto", default="auto"
-        Of :class:`~skmcal.SpectralGraphClassifier`; "auto" takes the paper's
-        value for each loss.
+        Of :class:`~skmcal.SpectralGraphClassifier`; "auto" takes its
+        automatic choice for each loss and model.
     kernel : {"auto", "gaussian", "cosine", "precomputed"}, default="auto"
         "auto": cosine for ``samson``, gaussian otherwise (the paper): the
         experiment reproduces the paper's graphs, so it does not pass the
@@ -1606,6 +1640,7 @@ def run_experiment(
         {
             "strategies": strategies,
             "loss": loss,
+            "model": model,
             "tau": tau,
             "gamma": gamma,
             "kernel": kernel,

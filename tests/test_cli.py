@@ -266,3 +266,19 @@ def test_installed_metadata():
     assert meta["License-Expression"] == "BSD-3-Clause"
     scripts = {ep.name: ep.value for ep in metadata.entry_points(group="console_scripts")}
     assert scripts["skmcal"] == "skmcal.cli:main"
+
+
+def test_cli_model_option(tmp_path, capsys):
+    data = tmp_path / "blobs.npz"
+    np.savez(data, X=BLOBS[0], y=BLOBS[1])
+    out = tmp_path / "run"
+    argv = ["run", "--dataset", str(data), "--batch", "2", "--iterations", "1",
+            "--trials", "1", "--out", str(out), "--no-progress", "--no-plots",
+            "--strategies", "mc", "unc"]  # fmt: skip
+    assert main([*argv, "--model", "sum"]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["model"] == "sum" and config["strategies"] == ["mc:auto", "unc:auto"]
+    assert "mc:auto" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main([*argv, "--model", "paper"])
+    assert "invalid choice: 'paper'" in capsys.readouterr().err

@@ -269,3 +269,65 @@ def test_neighbors_pynndescent_missing_or_invalid(monkeypatch, tmp_path, capsys)
     assert not (tmp_path / "run").exists()
     with pytest.raises(ValueError, match=r"one of 'exact', 'pynndescent'.*got 'annoy'"):
         run_experiment(BLOBS, neighbors="annoy", **BLOBS_RUN)
+
+
+# ------------------------------------------------------------ the model option
+def test_model_reaches_the_classifier():
+    """model="auto" with loss="auto": the classifier's defaults. The recorded accuracy is
+    that of the classifier's defaults refitted on the labels the run chose (the summed
+    prior once 50 labels are in), which the spectral model does not reach."""
+    from skmcal import NodeSet, SpectralGraphClassifier
+    from skmcal.datasets import load_dataset
+
+    result = run_experiment(
+        "binary-clusters", strategies=["mc"], model="auto", iterations=10, trials=1,
+        progress=False,
+    )  # fmt: skip
+    assert result.config["model"] == "auto" and result.config["loss"] == "auto"
+    assert result.results["strategy"].unique().tolist() == ["mc:auto"]
+    last = result.results.iloc[-1]
+    assert last["n_labeled"] == 52
+    X, y = load_dataset("binary-clusters")
+    codes = np.unique(y, return_inverse=True)[1].ravel()
+    nodes = result.choices["node"].to_numpy()
+    pool = NodeSet(X)
+    unlabeled = np.ones(codes.size, dtype=bool)
+    unlabeled[nodes] = False
+
+    def refit(**model):
+        clf = SpectralGraphClassifier(nodes=pool, kernel="gaussian", n_neighbors=10, **model)
+        clf.fit(X[nodes], codes[nodes])
+        return clf, float(np.mean(clf.transduction_[unlabeled] == codes[unlabeled]))
+
+    default, accuracy = refit()
+    assert default.model_ == "sum" and default.loss_ == "mgr"
+    assert last["accuracy"] == pytest.approx(accuracy, abs=1e-12)
+    paper, paper_accuracy = refit(model="spectral", loss="gr")
+    assert paper.model_ == "spectral" and paper_accuracy != accuracy
+
+
+def test_model_in_the_settings(tmp_path):
+    run_experiment("binary-clusters", out=tmp_path, **TINY)
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["model"] == "spectral"
+    with pytest.raises(ValueError, match="model: 'spectral' there, 'full' now"):
+        run_experiment("binary-clusters", out=tmp_path, model="full", **TINY)
+    # A folder written before the setting existed holds runs of the spectral model.
+    del config["model"]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert run_experiment("binary-clusters", out=tmp_path, **TINY).runs_done == []
+    with pytest.raises(ValueError, match="model: 'spectral' there, 'sum' now"):
+        run_experiment("binary-clusters", out=tmp_path, model="sum", **TINY)
+
+
+def test_model_and_loss_checked():
+    assert parse_strategy("MC:Auto", "gr").label == "mc:auto"
+    with pytest.raises(ValueError, match="Unknown model 'paper'; accepted: 'spectral'"):
+        run_experiment(strategies=["mc"], model="paper", progress=False)
+    with pytest.raises(ValueError, match="'mc:ce' uses the loss 'ce', but model='sum' takes"):
+        run_experiment(strategies=["mc:ce"], model="sum", progress=False)
+    result = run_experiment(strategies=["rand"], model="full", iterations=1, trials=1,
+                            progress=False)  # fmt: skip
+    assert result.results["strategy"].tolist() == ["rand:auto", "rand:auto"]
+    spectral = run_experiment(strategies=["rand"], iterations=1, trials=1, progress=False)
+    assert spectral.results["strategy"].tolist() == ["rand:gr", "rand:gr"]
