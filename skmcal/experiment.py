@@ -80,7 +80,7 @@ import scipy.sparse as sp
 
 from . import __version__, _threads
 from .baselines import BASELINES, db_rkhs, sopt_hf, vopt_hf
-from .classifier import SpectralGraphClassifier
+from .classifier import MODELS, SpectralGraphClassifier
 from .coldstart import cold_start as graph_cold_start
 from .datasets import DATASETS, load_dataset
 from .graph import GRAPH_CACHE, NodeSet
@@ -127,9 +127,6 @@ _UNCOMPARED_KEYS = frozenset({"skmcal_version"})
 #: Settings added since the first ``config.json`` files, with the value that those
 #: files' runs had (a folder written before a setting existed resumes under it).
 _ADDED_SETTINGS = {"model": "spectral"}
-
-#: The models an experiment can fit (``model`` of :class:`~skmcal.SpectralGraphClassifier`).
-MODELS = ("spectral", "full", "sum", "poisson", "auto")
 
 #: Query strategies by name: the :mod:`skmcal.query` function and its options
 #: (a name without ``-greedy`` or ``-localmax`` means the paper's top-k batches).
