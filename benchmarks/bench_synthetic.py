@@ -4,8 +4,11 @@
 generators, to check that what the benchmark's five data sets show holds on
 data of other shapes: two noisy moons, imbalanced blobs, many uninformative
 features, features of very different scales, a 95/5 binary set, 60 small
-classes, rounded features with copies, and a 26-class set shaped like UCI
-letter (20,000 x 16 integers). Results under ``results/synthetic`` (or
+classes, rounded features with copies, a 26-class set shaped like UCI
+letter (20,000 x 16 integers); and since 2026-11-29 two noisy concentric
+circles (3,000 x 2), 5 classes of two clusters each in 20 features of which
+6 informative (4,000 x 20), and 4 nested Gaussian shells (3,000 x 4,
+``make_gaussian_quantiles``). Results under ``results/synthetic`` (or
 ``--out``)::
 
     python benchmarks/bench_synthetic.py --trials 3 \\
@@ -21,7 +24,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import make_blobs, make_classification, make_moons
+from sklearn.datasets import (
+    make_blobs,
+    make_circles,
+    make_classification,
+    make_gaussian_quantiles,
+    make_moons,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -88,6 +97,21 @@ def _letters(home):
     )  # fmt: skip
 
 
+def _circles(home):
+    return make_circles(3000, noise=0.08, factor=0.5, random_state=0)
+
+
+def _clusters(home):
+    return make_classification(
+        4000, n_features=20, n_informative=6, n_redundant=4, n_classes=5,
+        n_clusters_per_class=2, class_sep=1.5, random_state=0,
+    )  # fmt: skip
+
+
+def _quantiles(home):
+    return make_gaussian_quantiles(n_samples=3000, n_features=4, n_classes=4, random_state=0)
+
+
 #: The synthetic data sets, cheapest first (all on the default Gaussian graph, k = 10).
 SYNTHETIC = {
     "moons": _moons,
@@ -98,6 +122,9 @@ SYNTHETIC = {
     "many-classes": _many_classes,
     "copies": _copies,
     "letters-like": _letters,
+    "circles": _circles,
+    "clusters": _clusters,
+    "quantiles": _quantiles,
 }
 
 
