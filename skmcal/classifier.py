@@ -348,6 +348,16 @@ def _graph_solver(graph):
     return solver
 
 
+def _check_model_loss(model, loss) -> None:
+    """Refuse a ``loss`` that ``model`` cannot fit: ``model="sum"`` takes the Gaussian
+    losses (and ``"auto"``, which fits ``mgr`` there)."""
+    if model == "sum" and loss != "auto" and not LOSSES[loss].closed_form:
+        raise ValueError(
+            f"model='sum' takes the Gaussian losses 'gr' and 'mgr'; got loss={loss!r}. "
+            f"Use loss='mgr' (or 'gr' for two classes), or another model for {loss!r}."
+        )
+
+
 def _is_nan(value) -> bool:
     return isinstance(value, Real) and value != value
 
@@ -1386,11 +1396,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             # rows hold distinct classes: a few labels of many classes, here by design
             warnings.filterwarnings("ignore", "The number of unique classes is greater")
             check_classification_targets(labels)
-        if self.model == "sum" and self.loss != "auto" and not LOSSES[self.loss].closed_form:
-            raise ValueError(
-                f"model='sum' takes the Gaussian losses 'gr' and 'mgr'; got loss={self.loss!r}. "
-                f"Use loss='mgr' (or 'gr' for two classes), or another model for {self.loss!r}."
-            )
+        _check_model_loss(self.model, self.loss)
         marker = f"the unlabeled marker missing_label={self.missing_label!r}"
         if not labeled.any():
             raise ValueError(

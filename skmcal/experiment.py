@@ -80,7 +80,7 @@ import scipy.sparse as sp
 
 from . import __version__, _threads
 from .baselines import BASELINES, db_rkhs, sopt_hf, vopt_hf
-from .classifier import MODELS, SpectralGraphClassifier
+from .classifier import MODELS, SpectralGraphClassifier, _check_model_loss
 from .coldstart import cold_start as graph_cold_start
 from .datasets import DATASETS, load_dataset
 from .graph import GRAPH_CACHE, NodeSet
@@ -938,11 +938,12 @@ def _resolve_strategies(strategies, loss, n_classes, model) -> tuple[str, list[s
                 f"Strategy {spec.label!r} uses the binary loss {spec.loss!r}, but the data "
                 f"hold {n_classes} classes; use mgr or ce."
             )
-        if model == "sum" and not LOSSES[spec.loss].closed_form:
+        try:
+            _check_model_loss(model, spec.loss)
+        except ValueError as exc:
             raise ValueError(
-                f"Strategy {spec.label!r} uses the loss {spec.loss!r}, but model='sum' takes "
-                f"the Gaussian losses gr and mgr (or auto)."
-            )
+                f"Strategy {spec.label!r} uses the loss {spec.loss!r}, but {exc}"
+            ) from None
     return loss, labels
 
 
