@@ -48,6 +48,9 @@ def kernel_env(monkeypatch, tmp_path, jupyter_dir):
     monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     monkeypatch.delenv("SKMCAL_NOTEBOOK_OUT", raising=False)
     monkeypatch.delenv("SKMCAL_RESULTS_DIR", raising=False)
+    # The notebooks' temporary folders (OUT unset) go to tmp_path, not the system's.
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     return monkeypatch
 
 
@@ -140,6 +143,9 @@ def test_reproduction_summary(kernel_env, tmp_path):
     assert "No saved results" in text
     assert "Loaded saved results" not in text
     assert count_images(nb) == 2  # accuracy curves and choices
+    # With OUT unset the figures went to a temporary folder (under the kernel's TMPDIR).
+    figures = sorted(p.name for p in (tmp_path / "tmp").glob("skmcal-notebook-*/*.png"))
+    assert figures == ["accuracy.png", "choices.png"], figures
 
 
 def test_reproduction_summary_loads_saved_results(kernel_env, tmp_path):
