@@ -1888,6 +1888,26 @@ def _build_threads(n_jobs):
     return stack
 
 
+def _learn_first_equal(nodes: NodeSet, graph: SpectralGraph):
+    """Give ``nodes`` its equal rows from its graph, unless it knows them already.
+
+    A graph built from the node data (any kernel but ``"precomputed"``) holds
+    its distinct points: the first of each group of equal nodes
+    (``point_nodes``) and the point of every node (``node_points``; both None
+    when every row is distinct). A graph loaded from a cache thus spares the
+    queries' first look at the nodes' rows (:attr:`NodeSet.first_equal`; 0.14 s
+    at 70,000 x 784).
+    """
+    if graph.params.kernel == "precomputed" or getattr(nodes, "_first_equal", None) is not None:
+        return
+    if graph.point_nodes is None:
+        first = np.arange(nodes.n_nodes)
+    else:
+        first = graph.point_nodes[graph.node_points]
+    first.flags.writeable = False
+    nodes._first_equal = first
+
+
 class GraphCache:
     """A small least-recently-used cache of spectral graphs, keyed by content.
 
@@ -1970,6 +1990,11 @@ class GraphCache:
         Of threads asking for one key at once, the first obtains the graph
         (built or loaded) and the others wait for it and return it.
         """
+        graph = self._get_or_build(nodes, params, memory, verbose, keep)
+        _learn_first_equal(nodes, graph)
+        return graph
+
+    def _get_or_build(self, nodes, params, memory, verbose, keep):
         key = _cache_key(nodes, params)
         if not keep or key is None:
             return self._obtain(nodes, params, key, memory, verbose, keep)

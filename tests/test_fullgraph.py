@@ -214,6 +214,32 @@ def test_preconditioner_low_rank_update_and_rebuild():
     assert solver.n_setups == 2
 
 
+def test_woodbury_corrected_preconditioner_is_the_cycle_of_the_shifted_matrix():
+    """New labels in any order, one of them again: ``(M^-1 + S' diag(added) S)^-1``.
+
+    ``M^-1`` is the V-cycle of the hierarchy built for the first shift (a dense
+    product here); the corrected preconditioner adds the labels' diagonal to
+    ``M`` exactly, whatever the order the nodes came in.
+    """
+    W, _ = _graph(n=300, seed=3)
+    solver = LaplacianSolver(W)
+    base = np.full(300, 1e-4)
+    base[200:220] += 100.0  # labels already in the hierarchy
+    solver._prepare(base)
+    cycle = solver._vcycle(np.eye(300))
+    M = np.linalg.inv((cycle + cycle.T) / 2)
+    shift = base.copy()
+    for nodes, value in (([40, 7, 123], 50.0), ([7], 80.0), ([299, 0, 64, 12], 30.0)):
+        shift[nodes] += value
+        solver._prepare(shift)
+        assert solver.n_setups == 1
+        exact = np.linalg.inv(M + np.diag(shift - base))
+        got = solver._precondition(np.eye(300))
+        roundoff = 1000 * np.finfo(np.float32).eps
+        np.testing.assert_allclose(got, exact, atol=roundoff * np.abs(exact).max())
+    assert sorted(solver._nodes) == [0, 7, 12, 40, 64, 123, 299]
+
+
 def test_block_vcycle_is_a_symmetric_positive_definite_preconditioner():
     """The V-cycle on a block of columns is one linear SPD operator, column by column the same.
 

@@ -307,6 +307,45 @@ def test_first_equal_rows_dense_and_sparse():
     np.testing.assert_array_equal(graph_module.first_equal_rows(S), expected)
 
 
+@pytest.mark.parametrize("duplicates", [True, False])
+def test_a_cached_graph_gives_a_new_node_set_its_equal_rows(tmp_path, monkeypatch, duplicates):
+    """A NodeSet of the same data whose graph is loaded (disk or in-process cache)
+    learns its equal rows from the graph, as first_equal_rows would find them."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(80, 3)
+    if duplicates:
+        X[[7, 30, 61]] = X[4]
+        X[50] = X[12]
+    expected = graph_module.first_equal_rows(X)
+    rows, y = np.array([0, 1, 40, 41]), [0, 0, 1, 1]
+
+    def fit(nodes, **kwargs):
+        return SpectralGraphClassifier(
+            "gr", kernel="gaussian", nodes=nodes, n_neighbors=5, n_eigs=6, **kwargs
+        ).fit(X[rows], y)
+
+    clear_graph_cache()
+    fit(NodeSet(X), memory=tmp_path)  # built (and its equal rows found), stored on disk
+    clear_graph_cache()
+    monkeypatch.setattr(graph_module, "first_equal_rows", None)  # no look at the rows now
+    for _ in range(2):  # loaded from the disk, then from the in-process cache
+        nodes = NodeSet(X)
+        fit(nodes, memory=tmp_path)
+        np.testing.assert_array_equal(nodes._first_equal, expected)
+        assert not nodes.first_equal.flags.writeable
+    clear_graph_cache()
+
+
+def test_a_precomputed_graph_does_not_tell_equal_rows():
+    X = np.repeat(np.eye(4), 2, axis=0)
+    W = sp.csr_matrix(np.ones((8, 8)) - np.eye(8))
+    nodes = NodeSet(X)
+    graph = graph_module.build_graph(W, _params(kernel="precomputed", n_eigs=3))
+    graph_module._learn_first_equal(nodes, graph)
+    assert nodes._first_equal is None
+    np.testing.assert_array_equal(nodes.first_equal, [0, 0, 2, 2, 4, 4, 6, 6])
+
+
 def test_too_few_distinct_points_clip_the_neighbours_with_a_warning():
     X = np.repeat([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]], 10, axis=0)
     with pytest.warns(UserWarning, match="only 3 distinct points"):
