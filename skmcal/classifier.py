@@ -53,7 +53,16 @@ from .fullgraph import (
     solver_for,
     spectral_block,
 )
-from .graph import GRAPH_CACHE, NODE_DTYPES, GraphParams, NodeSet, node_set, phase_level
+from .graph import (
+    GRAPH_CACHE,
+    NODE_DTYPES,
+    GraphParams,
+    NodeSet,
+    check_memory,
+    dtype_hint,
+    node_set,
+    phase_level,
+)
 from .losses import LOSSES, target_scales
 from .poisson import poisson_learning, target_units
 
@@ -1352,6 +1361,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 f"{missing.size} row(s) of X are not nodes of `nodes` (first: row "
                 f"{missing[0]}). With nodes= given, fit takes rows of the node set "
                 f"only; pass nodes=None to build the graph on X itself."
+                + dtype_hint(X, nodes)
             )
         return nodes, index
 
@@ -1373,6 +1383,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         X = validate_data(self, X, accept_sparse="csr", dtype=list(NODE_DTYPES))
+        check_memory(self.memory)  # a bad folder is named here, not at a later cache miss
         # "auto" is checked as mgr here (the range of float64) and again once resolved.
         _check_tau_gamma("mgr" if self.loss == "auto" else self.loss, *self._tau_gamma())
         # y may hold NaN or None as its unlabeled marker: checked here, not by validate_data.
@@ -1405,6 +1416,17 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 "Label at least one row of each of two classes."
             )
         classes = np.unique(labels)
+        if self.missing_label is not None and not _is_nan(self.missing_label):
+            # the marker as another type (text '-1' against the number -1): no row is
+            # marked, and the unlabeled rows would be a class of their own
+            same = [c for c in classes.tolist() if str(c) == str(self.missing_label)]
+            if same:
+                raise ValueError(
+                    f"y holds {same[0]!r} ({int(np.sum(labels == same[0]))} rows), and "
+                    f"{marker} is of type {type(self.missing_label).__name__}: they read "
+                    f"alike but are not equal, so those rows would be a class of their own. "
+                    f"Pass missing_label={same[0]!r} if they are the unlabeled rows."
+                )
         if classes.size < 2:
             n_marked = int(labeled.size - labeled.sum())
             hint = (

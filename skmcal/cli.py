@@ -71,6 +71,17 @@ def _auto_or(kind):
     return parse
 
 
+def _batch(text):
+    """The points queried per iteration: an int >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1; got {text!r}")
+    return value
+
+
 def _candidates(text):
     """'all' -> None; a number with a '.' or an exponent -> fraction; else an int."""
     if text.lower() in ("all", "none"):
@@ -150,7 +161,7 @@ def format_summary(summary: pd.DataFrame) -> str:
 
 def _add_loop_options(parser, *, iterations, trials):
     parser.add_argument(
-        "--batch", type=int, default=5, metavar="B", help="points queried per iteration (5)"
+        "--batch", type=_batch, default=5, metavar="B", help="points queried per iteration (5)"
     )
     parser.add_argument(
         "--iterations",

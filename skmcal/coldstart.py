@@ -18,6 +18,9 @@ embedding and labels one representative per cluster:
 4. the clusters holding no labeled row, largest first, each represented by
    its member nearest the cluster mean (a typical point, not an outlier).
 
+Equal rows are one point: one row of each (the first) can be chosen, and
+none of a point with a labeled copy.
+
 If k-means leaves fewer such clusters than asked (data with many equal
 rows), the rest are the rows farthest, in the embedding, from every chosen
 or labeled row.
@@ -138,8 +141,14 @@ def cold_start(
     Returns
     -------
     ndarray of shape (n_instances,)
-        Distinct row indices of ``X_pool``, none of them in ``labeled``;
-        representatives of larger clusters first.
+        Row indices of ``X_pool`` of distinct points (no two rows equal, none
+        equal to a row in ``labeled``); representatives of larger clusters
+        first.
+
+    Raises
+    ------
+    ValueError
+        If ``n_instances`` exceeds the distinct points that hold no labeled row.
 
     Examples
     --------
@@ -158,10 +167,16 @@ def cold_start(
         raise ValueError(f"labeled holds row indices outside X_pool's {n_nodes} rows.")
     if isinstance(n_instances, bool) or not isinstance(n_instances, Integral) or n_instances < 1:
         raise ValueError(f"n_instances must be a positive int; got {n_instances!r}.")
-    if n_instances > n_nodes - labeled.size:
+    # One row per point: equal rows are one point (the first of them stands for it),
+    # and a point with a labeled copy is labeled.
+    first = nodes.first_equal
+    eligible = first == np.arange(n_nodes)
+    eligible[first[labeled]] = False
+    n_free = int(np.count_nonzero(eligible))
+    if n_instances > n_free:
         raise ValueError(
-            f"n_instances={n_instances} exceeds the {n_nodes - labeled.size} unlabeled rows "
-            "of X_pool."
+            f"n_instances={n_instances} exceeds the {n_free} unlabeled distinct points of "
+            f"X_pool ({n_nodes} rows; equal rows are one point)."
         )
     rng = check_random_state(random_state)
     graph = _graph(nodes, graph_options)
@@ -181,24 +196,31 @@ def cold_start(
     covered = np.zeros(n_clusters, dtype=bool)
     covered[assignment[labeled]] = True
     sizes = np.bincount(assignment, minlength=n_clusters)
-    free = [c for c in np.argsort(-sizes, kind="stable") if not covered[c] and sizes[c]]
     chosen = []
-    for c in free[:n_instances]:
-        members = np.flatnonzero(assignment == c)
+    for c in np.argsort(-sizes, kind="stable"):
+        members = np.flatnonzero((assignment == c) & eligible)
+        if covered[c] or not members.size:
+            continue
         gaps = np.linalg.norm(embedding[members] - kmeans.cluster_centers_[c], axis=1)
         chosen.append(members[np.argmin(gaps)])
+        if len(chosen) == n_instances:
+            break
     if len(chosen) < n_instances:
-        chosen = _farthest_points(embedding, np.r_[labeled, chosen], chosen, n_instances)
+        chosen = _farthest_points(
+            embedding, np.r_[labeled, chosen], chosen, n_instances, eligible
+        )  # fmt: skip
     return np.array(chosen, dtype=np.intp)
 
 
-def _farthest_points(embedding, taken, chosen, n_instances):
-    """Extend ``chosen`` to ``n_instances`` rows, each farthest from every row taken."""
+def _farthest_points(embedding, taken, chosen, n_instances, eligible):
+    """Extend ``chosen`` to ``n_instances`` rows among the ``eligible`` ones, each
+    farthest from every row taken."""
     chosen, taken = list(chosen), list(taken)
     gaps = np.full(embedding.shape[0], np.inf)
     for row in taken:
         gaps = np.minimum(gaps, np.linalg.norm(embedding - embedding[row], axis=1))
     gaps[taken] = -1.0
+    gaps[~eligible] = -1.0
     while len(chosen) < n_instances:
         row = int(np.argmax(gaps))
         chosen.append(row)

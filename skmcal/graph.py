@@ -426,7 +426,9 @@ class NodeSet:
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_rows, n_features)
-            Rows to look up; compared exactly (after conversion to float64).
+            Rows to look up; compared exactly (after conversion to float64),
+            float64 rows rounded to float32 first where the node set holds
+            float32 data: the precision its nodes are told apart at.
         distinct : bool, default=False
             If True, repeated rows are spread over the equal nodes in order
             (the t-th copy gets the t-th equal node, cycling), so that
@@ -440,6 +442,8 @@ class NodeSet:
             raise ValueError(
                 f"X has {X.shape[1]} features, but the node set has {self.n_features}."
             )
+        if self.data.dtype == np.float32 and X.dtype == np.float64:
+            X = X.astype(np.float32)
         sorted_hash, order, scale = self._sorted_index()
         h, qscale = self._row_hash(X)
         eps = 1e-9 * np.maximum(qscale, scale) + np.finfo(float).tiny
@@ -465,6 +469,18 @@ class NodeSet:
             else:
                 result[i] = ok[0]
         return result
+
+
+def dtype_hint(X, nodes: NodeSet) -> str:
+    """A sentence for a look-up's error where ``X`` holds float32 rows and ``nodes``
+    float64 data (float64 rows of float32 nodes are rounded to them), else ``""``."""
+    if getattr(X, "dtype", None) == np.float32 and nodes.data.dtype == np.float64:
+        return (
+            " X is float32 but the nodes are float64: rows are compared exactly, so "
+            "pass the rows as the nodes hold them (float64), or build the NodeSet on "
+            "float32 data."
+        )
+    return ""
 
 
 #: Arrays of at most this many values are hashed whole by :func:`array_fingerprint`.
@@ -1783,6 +1799,11 @@ def check_memory(memory):
     if memory is None:
         return None
     if isinstance(memory, (str, os.PathLike)):
+        if os.path.exists(memory) and not os.path.isdir(memory):
+            raise ValueError(
+                f"memory must be a folder (the disk cache of graphs); {os.fspath(memory)!r} "
+                f"is a file."
+            )
         return joblib.Memory(os.fspath(memory), mmap_mode="r", verbose=0)
     if not callable(getattr(memory, "cache", None)):
         raise ValueError(

@@ -27,7 +27,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from .classifier import SpectralGraphClassifier
-from .graph import IdentityMemo, NodeSet
+from .graph import IdentityMemo, NodeSet, dtype_hint
 
 __all__ = [
     "BATCH_MODES",
@@ -105,7 +105,7 @@ def _lookup_pool(nodes: NodeSet, X_pool):
         raise ValueError(
             f"{missing.size} row(s) of X_pool are not nodes of the classifier's graph "
             f"(first: row {missing[0]}). Query rows of the pool the classifier was "
-            f"built on (its `nodes`)."
+            f"built on (its `nodes`)." + dtype_hint(X_pool, nodes)
         )
     index.flags.writeable = False
     return index
@@ -280,6 +280,8 @@ def candidate_rows(pool_nodes, labeled_nodes, candidates, n_instances, rng) -> n
     pool; otherwise the unlabeled rows are listed and subsampled.
     """
     candidates = check_candidates(candidates)
+    if pool_nodes.size == 0:
+        raise ValueError("X_pool is empty (0 rows): there is nothing to query.")
     index = POOL_INDEXES.get(pool_nodes, None, lambda: _PoolIndex.of(pool_nodes))
     labeled_nodes = np.unique(labeled_nodes)
     labeled = np.zeros(index.n_nodes, dtype=bool)

@@ -236,6 +236,14 @@ def test_cli_worker_options_fail_cleanly(tmp_path, capsys, good, monkeypatch):
     _fails_cleanly(capsys, [*argv, "--backend", "dask"], "pip install skmcal[dask]")
 
 
+@pytest.mark.parametrize("batch", ["0", "-2", "two"])
+def test_a_bad_batch_names_the_option(capsys, batch):
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "--dataset", "binary-clusters", "--batch", batch])
+    assert stop.value.code == 2
+    assert f"argument --batch: expected an int >= 1; got '{batch}'" in capsys.readouterr().err
+
+
 # ------------------------------------------------- --version and the package
 def test_version_option_prints_the_package_version(capsys):
     with pytest.raises(SystemExit) as stop:

@@ -105,10 +105,25 @@ def test_fewer_distinct_rows_than_clusters_falls_back_to_farthest_points():
     assert np.unique(rows // 4).size == 3
 
 
+def test_equal_rows_are_one_point():
+    """Copies of a point: one row of it at most, none of a point labeled through a copy."""
+    base = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0], [-6.0, 0.5], [0.5, -6.0]])
+    X = np.repeat(base, 20, axis=0)  # 5 distinct points, rows 20 p .. 20 p + 19
+    first = cold_start(X, 5, random_state=0, n_neighbors=3, scale_neighbor=2, n_eigs=4)
+    assert sorted((first // 20).tolist()) == [0, 1, 2, 3, 4]
+    assert np.all(first % 20 == 0)  # the first row of each point stands for it
+    rows = cold_start(X, 4, random_state=0, labeled=[3], n_neighbors=3, scale_neighbor=2, n_eigs=4)
+    assert sorted((rows // 20).tolist()) == [1, 2, 3, 4]  # point 0 is labeled through row 3
+    with pytest.raises(ValueError, match="exceeds the 5 unlabeled distinct points of X_pool"):
+        cold_start(X, 6, n_neighbors=3, scale_neighbor=2, n_eigs=4)
+    with pytest.raises(ValueError, match="exceeds the 4 unlabeled distinct points"):
+        cold_start(X, 5, labeled=[45], n_neighbors=3, scale_neighbor=2, n_eigs=4)
+
+
 def test_farthest_points_brute_force():
     rng = np.random.RandomState(0)
     E = rng.randn(40, 3)
-    got = _farthest_points(E, [0, 7], [], 5)
+    got = _farthest_points(E, [0, 7], [], 5, np.ones(40, dtype=bool))
     taken, expected = [0, 7], []
     for _ in range(5):
         gaps = [min(np.linalg.norm(E[i] - E[j]) for j in taken) if i not in taken else -1
@@ -123,7 +138,7 @@ def test_farthest_points_brute_force():
     [
         ({"n_instances": 0}, ValueError, "n_instances must be a positive int"),
         ({"n_instances": 2.0}, ValueError, "n_instances must be a positive int"),
-        ({"n_instances": 30}, ValueError, "exceeds the 28 unlabeled rows"),
+        ({"n_instances": 30}, ValueError, "exceeds the 28 unlabeled distinct points"),
         ({"n_instances": 2, "labeled": [0, 30]}, ValueError, "outside X_pool's 30 rows"),
         ({"n_instances": 2, "loss": "ce"}, TypeError, "unknown option.*'loss'"),
         ({"n_instances": 2, "n_neighbors": 0}, ValueError, "'n_neighbors' parameter"),

@@ -336,6 +336,17 @@ def test_a_cached_graph_gives_a_new_node_set_its_equal_rows(tmp_path, monkeypatc
     clear_graph_cache()
 
 
+def test_memory_that_is_a_file_is_refused_at_fit(tmp_path):
+    X = np.random.RandomState(0).randn(30, 2)
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    clf = SpectralGraphClassifier("gr", n_neighbors=5, n_eigs=6)
+    clf.fit(X, [0, 1] + [-1] * 28)  # the graph now in the in-process cache
+    with pytest.raises(ValueError, match=r"memory must be a folder .*'.*afile' is a file"):
+        clf.set_params(memory=afile).fit(X, [0, 1] + [-1] * 28)
+    clear_graph_cache()
+
+
 def test_a_precomputed_graph_does_not_tell_equal_rows():
     X = np.repeat(np.eye(4), 2, axis=0)
     W = sp.csr_matrix(np.ones((8, 8)) - np.eye(8))

@@ -473,6 +473,9 @@ def test_n_instances_errors(name):
         strategy(clf, X, n_instances=n_unl + 1)
     with pytest.raises(ValueError, match="exceeds"):
         strategy(clf, X[labeled], n_instances=1)
+    for candidates in (0.1, 5, None):  # an empty pool, however the candidates are drawn
+        with pytest.raises(ValueError, match=r"X_pool is empty \(0 rows\)"):
+            strategy(clf, X[:0], n_instances=1, candidates=candidates)
     for bad in (0, -1, 2.0, "3", None):
         with pytest.raises(ValueError, match="n_instances must be a positive int"):
             strategy(clf, X, n_instances=bad)

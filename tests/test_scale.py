@@ -227,6 +227,30 @@ def test_equal_float32_rows_are_found_as_in_float64():
     assert_array_equal(first_equal_rows(X), brute)
 
 
+def test_float64_rows_of_float32_nodes_are_found_at_their_precision():
+    """A float32 node set (the large-data advice) takes the float64 rows it was made
+    from, in fit and in queries; float32 rows of float64 nodes raise, naming the types."""
+    X, y, labels, first = blobs()
+    pool = NodeSet(X.astype(np.float32))
+    clf = SpectralGraphClassifier("mgr", nodes=pool).fit(X[first], y[first])
+    assert_array_equal(clf.labeled_nodes_, first)
+    rows, _ = skmcal.uncertainty(clf, X, n_instances=3)
+    same, _ = skmcal.uncertainty(clf, pool, n_instances=3)
+    assert_array_equal(rows, same)
+    assert_array_equal(pool.lookup(X), np.arange(X.shape[0]))
+    X_far = X.copy()
+    X_far[4] += 1e-3  # not a float32 node either
+    assert pool.lookup(X_far)[4] == -1
+    message = "X is float32 but the nodes are float64: rows are compared exactly"
+    with pytest.raises(ValueError, match=message):
+        SpectralGraphClassifier("mgr", nodes=NodeSet(X)).fit(
+            X[first].astype(np.float32), y[first]
+        )
+    clf64 = SpectralGraphClassifier("mgr", nodes=NodeSet(X)).fit(X[first], y[first])
+    with pytest.raises(ValueError, match=message):
+        skmcal.uncertainty(clf64, X.astype(np.float32), n_instances=3)
+
+
 def test_float32_graph_is_the_float64_graph_to_float32_rounding():
     X, y, labels, _ = blobs(n=400, dtype=np.float32)
     params = GraphParams("gaussian", 10, 5, 3.0, 12)

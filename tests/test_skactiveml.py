@@ -93,6 +93,27 @@ def test_missing_label_mismatch_names_the_marker_to_pass(moons, marker, name):
         SpectralGraphClassifier().fit(X, y)
 
 
+@pytest.mark.parametrize(
+    ("y_marker", "dtype", "missing_label", "shown"),
+    [("-1", str, -1, "'-1'"), (-1, int, "-1", "-1"), ("7", object, 7, "'7'")],
+)
+def test_a_marker_of_another_type_is_refused(moons, y_marker, dtype, missing_label, shown):
+    """Text '-1' read from a file against the number -1 (or the reverse): no row would
+    be unlabeled and the marked rows a class of their own."""
+    X, y_true = moons
+    y = marked(np.array(["cat", "dog"], dtype=object)[y_true] if dtype is not int else y_true,
+               y_marker, dtype)  # fmt: skip
+    message = (
+        rf"y holds {shown} \(194 rows\), and the unlabeled marker "
+        rf"missing_label={missing_label!r} is of type {type(missing_label).__name__}.*"
+        rf"Pass missing_label={shown} if they are the unlabeled rows"
+    )
+    with pytest.raises(ValueError, match=message):
+        SpectralGraphClassifier(missing_label=missing_label).fit(X, y)
+    clf = SpectralGraphClassifier(missing_label=y_marker).fit(X, y)  # the marker y holds
+    assert_array_equal(clf.labeled_nodes_, LABELED)
+
+
 def test_missing_label_no_labeled_row_names_the_marker(moons):
     X, _ = moons
     with pytest.raises(ValueError, match=r"every entry of y is nan, the unlabeled marker"):
