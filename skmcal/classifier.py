@@ -26,6 +26,7 @@ from sklearn.utils.validation import (
 )
 
 from ._threads import small_algebra, solver_threads
+from ._warnings import warn_user
 from .evidence import (
     DEFAULT_GAMMAS,
     DEFAULT_TAUS,
@@ -200,6 +201,17 @@ AUTO_FEW_LABELS_MAX_SHARE = 2 / 3
 #: everywhere. On digits with 60 random labels: tau = 1e-4 (share of the rest
 #: 6e-5) 0.933 accuracy, 3e-5 (6e-6) 0.521, 1e-5 and below 0.10.
 SUM_MIN_STRUCTURE = 1e-5
+
+#: The summed model's grid search (``model="sum"``, and ``"auto"`` from 50 labels) scores
+#: at most this many labels: beyond, a fixed subset of them (``_search_subset()``; the
+#: fit itself takes every label). Its leave-one-out density costs one eigendecomposition
+#: of a labels x labels matrix per grid point of the taus and ``eps`` (54 of them, twice
+#: with ``kernel="auto"``'s narrower Gaussian scale): cold fits of 1,000 / 1,500 labels
+#: took 16 / 46 s on 2 cores with every label scored, 4 s with the subset, at the same
+#: accuracy (digits; moons alike), and ``cross_val_score`` on moons' 4,000 rows 726 s
+#: against 22 s (``benchmarks/results/bench_many_labels.md``). Above the benchmark's 500
+#: labels, so that its paths do not change.
+SUM_SEARCH_MAX_LABELS = 500
 
 #: ``model="auto"`` keeps the spectral model on more nodes than this: the
 #: summed model's refit and query cost grows with the number of nodes (sparse
@@ -395,6 +407,26 @@ def unlabeled_mask(y, missing_label=UNLABELED):
     if isinstance(missing_label, str) == (y.dtype.kind in "US"):
         return y == missing_label
     return np.zeros(y.shape[0], dtype=bool)
+
+
+def _search_subset(labeled_nodes, codes, size):
+    """Positions of about ``size`` of the labeled nodes for a grid search
+    (:data:`SUM_SEARCH_MAX_LABELS`), in their order.
+
+    The nodes of the ``size`` smallest values of a fixed hash of the node index
+    (multiplication by the 64-bit golden ratio), and of each class the smallest one
+    (every class is scored): the same nodes whatever the order of the labels, and as
+    labels come, a node leaves the subset only for a node of smaller hash, so
+    successive searches share most of their labels. The hash does not look at the
+    labels, nor at the order they came in.
+    """
+    key = labeled_nodes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    order = np.argsort(key, kind="stable")
+    chosen = np.zeros(labeled_nodes.size, dtype=bool)
+    chosen[order[:size]] = True
+    _, first_of_class = np.unique(codes[order], return_index=True)
+    chosen[order[first_of_class]] = True
+    return np.flatnonzero(chosen)
 
 
 class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
@@ -790,7 +822,12 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
     ``GRAPH_CACHE.maxsize`` sets how many are kept (4; 0 keeps none),
     ``skmcal.clear_graph_cache()`` empties it. ``memory`` adds a cache on disk
     under the same key, shared by processes. ``nodes=X`` with an array is
-    hashed once while that array lives (see :func:`skmcal.graph.node_set`).
+    hashed once while that array lives (see :func:`skmcal.graph.node_set`):
+    an array larger than 65,536 values edited in place in a row that its
+    fingerprint does not sample (:func:`skmcal.graph.array_fingerprint`) is
+    taken for the array before; pass a new array, or a
+    :class:`~skmcal.NodeSet` (read-only), after such an edit. The same holds
+    for ``X`` in ``fit`` without ``nodes`` and for the query strategies' pool.
 
     **Prediction.** Rows equal to a node get that node's latent values.
     Other rows get the weighted average of the latent values of their
@@ -980,19 +1017,17 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         if kernel != "precomputed" and max(n_neighbors, scale_neighbor) >= n_nodes:
             n_neighbors = min(n_neighbors, n_nodes - 1)
             scale_neighbor = min(scale_neighbor, n_nodes - 1)
-            warnings.warn(
+            warn_user(
                 f"n_neighbors={self.n_neighbors} and scale_neighbor={self.scale_neighbor} "
                 f"must be < n_nodes={n_nodes}; using n_neighbors={n_neighbors} and "
                 f"scale_neighbor={scale_neighbor}.",
                 UserWarning,
-                stacklevel=3,
             )
         if n_eigs > n_nodes:
-            warnings.warn(
+            warn_user(
                 f"n_eigs={n_eigs} exceeds n_nodes={n_nodes}; all {n_nodes} "
                 f"eigenpairs are used (dense solver).",
                 UserWarning,
-                stacklevel=3,
             )
             n_eigs = n_nodes
         return GraphParams(
@@ -1199,19 +1234,28 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             None if weights is None else weights.tobytes(),
         )  # fmt: skip
         if key not in grids:
-            result = select_hyperparameters(
-                loss,
-                graph.eigenvalues,
-                graph.eigenvectors[labeled_nodes],
-                loss.encode(codes, n_classes),  # choices on unit targets (_encode)
-                taus,
-                gammas,
-                n_nodes=n_nodes,
-                coef_init=start,
-                n_threads=self._n_threads(),
-                return_coef=True,
-                weights=weights,
-            )
+            try:
+                result = select_hyperparameters(
+                    loss,
+                    graph.eigenvalues,
+                    graph.eigenvectors[labeled_nodes],
+                    loss.encode(codes, n_classes),  # choices on unit targets (_encode)
+                    taus,
+                    gammas,
+                    n_nodes=n_nodes,
+                    coef_init=start,
+                    n_threads=self._n_threads(),
+                    return_coef=True,
+                    weights=weights,
+                )
+            except ValueError as exc:
+                if not isinstance(self.class_weight, dict) or weights is None:
+                    raise
+                raise ValueError(
+                    f"{exc} class_weight={self.class_weight!r} weighs labels up to "
+                    f"{weights.max():g}, and a label of weight w has the noise gamma^2 / w: "
+                    f"try smaller weights."
+                ) from exc
             grids[key] = (graph, start, result)  # the objects behind the ids stay alive
         return grids[key][2]
 
@@ -1649,13 +1693,12 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             and getattr(getattr(self, "node_set_", None), "digest", None) == nodes.digest
             and not np.isin(previous, labeled_nodes).any()
         ):
-            warnings.warn(
+            warn_user(
                 f"This fit labels none of the {np.unique(previous).size} nodes labeled by the "
                 f"previous fit on the same nodes: fit starts afresh from the labels given, "
                 f"it does not add them to earlier ones (modAL's teach(..., only_new=True) "
                 f"drops every earlier label; use teach(X, y) to add labels).",
                 UserWarning,
-                stacklevel=3,
             )
         return labeled_nodes, codes
 
@@ -1771,7 +1814,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             self._auto_choice = (n_labeled, (tau_s, tau_f, eps, g), graph.params)
         rest = 1.0 - constant_share(graph.eigenvalues, tau_s)
         if self.tau != "auto" and rest < SUM_MIN_STRUCTURE:
-            warnings.warn(
+            warn_user(
                 f"tau={self.tau!r} puts all but {rest:.1e} of the summed prior's "
                 f"spectral variance on one value for every node (the graph's constant "
                 f"eigenvector); with each part scaled to unit variance and the noise "
@@ -1780,7 +1823,6 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                 f"model='full' (offset=None with small tau and gamma is Laplace "
                 f"learning).",
                 UserWarning,
-                stacklevel=4,
             )
         solver = _graph_solver(graph)
         targets = self._encode(loss, codes, n_classes)
@@ -1819,7 +1861,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         the labels' (None: one each); the search runs on the blocks and targets scaled
         by their square roots (``sqrt(w_i w_j) K_ij``, ``sqrt(w_i) y_i``: unit noise
         there is noise ``gamma^2 / w_i`` here, the criterion shifted by a constant), and
-        the leave-one-out means, scaled alike, predict the same classes."""
+        the leave-one-out means, scaled alike, predict the same classes. More labels
+        than :data:`SUM_SEARCH_MAX_LABELS`: the search scores those of
+        ``_search_subset()`` (``correct`` is theirs)."""
+        if labeled_nodes.size > SUM_SEARCH_MAX_LABELS:
+            keep = _search_subset(labeled_nodes, codes, SUM_SEARCH_MAX_LABELS)
+            labeled_nodes, codes, targets = labeled_nodes[keep], codes[keep], targets[keep]
+            weights = None if weights is None else weights[keep]
         solver = _graph_solver(graph)
         taus_s, taus_f, gammas = self._sum_grids(graph)
         if not solver.greens_fit(len(taus_f), np.unique(labeled_nodes).size):
@@ -1942,14 +1990,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         if not has_label.all():  # a look at every node only when some component has no label
             unreached = ~has_label[components]
             self._unreached = unreached
-            warnings.warn(
+            warn_user(
                 f"{int(unreached.sum())} of {unreached.size} nodes lie in "
                 f"{int((~has_label).sum())} connected component(s) of the graph without "
                 f"any label. Nothing is learned there: they get the latent value 0 (equal "
                 f"class probabilities) and the most frequent labeled class, "
                 f"{self.classes_[self._fallback_class].tolist()!r}.",
                 UserWarning,
-                stacklevel=3,
             )
 
     def decision_function(self, X):

@@ -441,8 +441,10 @@ def select_hyperparameters(
         coefs = [row_coefs for _, row_coefs in rows]
     if not np.isfinite(table).any():
         raise ValueError(
-            f"The {loss.name!r} fit failed at every grid point (Newton did not converge or "
-            f"the Hessian was singular); try larger gammas or taus."
+            f"The {loss.name!r} fit failed at every grid point (taus "
+            f"{[float(t) for t in taus]}, gammas {[float(g) for g in gammas]}"
+            f"{', relative to the prior' if n_nodes is not None else ''}): Newton did not "
+            f"converge or the Hessian was singular; try larger gammas or taus."
         )
     i, j = np.unravel_index(np.argmax(table), table.shape)
     tau, gamma = float(taus[i]), float(gammas[j] / np.sqrt(scales[i]))
@@ -788,7 +790,7 @@ def _loo_terms(d, Q, QY, gammas):
     ``S = K + gamma^2 I``: the leave-one-out residuals are their ratio."""
     inverse = 1.0 / (d + np.asarray(gammas)[:, None] ** 2)  # eigenvalues of S^-1 per gamma
     precision = inverse @ (Q * Q).T
-    alpha = np.einsum("im,gm,mc->gic", Q, inverse, QY)
+    alpha = Q @ (inverse[:, :, None] * QY)  # one product per gamma (BLAS), not an einsum
     return alpha, precision
 
 

@@ -79,6 +79,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from . import __version__, _threads
+from ._warnings import warn_user
 from .baselines import BASELINES, db_rkhs, sopt_hf, vopt_hf
 from .classifier import MODELS, SpectralGraphClassifier, _check_model_loss
 from .coldstart import cold_start as graph_cold_start
@@ -1066,10 +1067,9 @@ def _make_progress(progress, total):
         try:
             from tqdm.auto import tqdm
         except ImportError:
-            warnings.warn(
+            warn_user(
                 "progress=True needs tqdm (pip install tqdm); running without a progress bar.",
                 UserWarning,
-                stacklevel=3,
             )
         else:
             return tqdm(total=total, unit="iter", dynamic_ncols=True)

@@ -12,7 +12,6 @@ loss. Weighted labels (``class_weight``) count their loss terms ``w_j`` times:
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +19,7 @@ from scipy.linalg import blas
 from sklearn.exceptions import ConvergenceWarning
 
 from ._threads import with_small_algebra
+from ._warnings import warn_user
 from .graph import laplacian_trace
 from .losses import BinaryLoss, CrossEntropyLoss
 from .posterior import (
@@ -417,11 +417,10 @@ def fit_posterior(
         weights=weights,
     )
     if not fit.converged:
-        warnings.warn(
+        warn_user(
             f"Newton's method for the {loss.name!r} loss did not converge in "
             f"max_iter={max_iter} iterations (tol={tol}); increase max_iter.",
             ConvergenceWarning,
-            stacklevel=3,
         )
     return family(
         loss,

@@ -42,7 +42,6 @@ BLAS spinning on a busy machine made it 100x slower.
 from __future__ import annotations
 
 import threading
-import warnings
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -55,6 +54,7 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 from sklearn.exceptions import ConvergenceWarning
 
 from ._threads import row_threads, run_parts, with_small_algebra
+from ._warnings import warn_user
 from .evidence import _check_positive, _check_weight, unit_scale
 from .fitting import ce_hessian, check_weights
 from .losses import BinaryLoss, CrossEntropyLoss, MulticlassLoss
@@ -1288,10 +1288,9 @@ def green_block(
     nodes, inverse = np.unique(labeled, return_inverse=True)
     _, converged = solver.green_solve(tau**2, nodes, np.full(nodes.size, tol))
     if not converged:
-        warnings.warn(
+        warn_user(
             f"The Green's columns at tau={tau!r} did not reach the residual {tol!r}.",
             ConvergenceWarning,
-            stacklevel=2,
         )
     if second_order:
         K = solver.green_estimate(tau**2, nodes)

@@ -17,7 +17,6 @@ import logging
 import os
 import threading
 import time
-import warnings
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -34,6 +33,7 @@ from sklearn.utils import check_array, check_random_state
 from threadpoolctl import threadpool_limits
 
 from skmcal._sparse import block_product, limit_threads
+from skmcal._warnings import warn_user
 
 #: Above this many nodes the spectrum is computed by ARPACK (eigsh); at or
 #: below it, or when ``n_eigs`` is a third of the nodes or more, by dense ``eigh``.
@@ -831,11 +831,10 @@ class SpectralGraph:
         total = np.asarray(weights.sum(axis=1)).ravel()
         empty = total <= 0
         if empty.any():
-            warnings.warn(
+            warn_user(
                 f"{int(empty.sum())} row(s) of X have no positive affinity to any node; "
                 f"nothing is known there (zero weights).",
                 UserWarning,
-                stacklevel=3,
             )
         scale = np.divide(1.0, total, out=np.zeros_like(total), where=~empty)
         return sp.csr_matrix(sp.diags(scale) @ weights)
@@ -895,12 +894,11 @@ class SpectralGraph:
             top = log_weights.max(axis=1)
             far = int(np.sum(top < np.log(EXTRAPOLATION_MIN_WEIGHT)))
             if far:
-                warnings.warn(
+                warn_user(
                     f"{far} row(s) of X lie far from every node (largest kernel weight below "
                     f"{EXTRAPOLATION_MIN_WEIGHT:.0e}): their values are extrapolated from "
                     f"their nearest nodes.",
                     UserWarning,
-                    stacklevel=4,
                 )
             weights = np.exp(log_weights - top[:, None])
             norms = sparse_norm(X, axis=1) if sp.issparse(X) else np.linalg.norm(X, axis=1)
@@ -1130,13 +1128,12 @@ def _distinct_points(params: GraphParams, data, first=None):
             n_neighbors=min(params.n_neighbors, n_points - 1),
             scale_neighbor=min(params.scale_neighbor, n_points - 1),
         )
-        warnings.warn(
+        warn_user(
             f"The {n} nodes hold only {n_points} distinct points: n_neighbors="
             f"{params.n_neighbors} and scale_neighbor={params.scale_neighbor} must be below "
             f"that; using n_neighbors={clipped.n_neighbors} and scale_neighbor="
             f"{clipped.scale_neighbor}.",
             UserWarning,
-            stacklevel=4,
         )
         params = clipped
     if n_points == n:
@@ -1725,22 +1722,20 @@ def build_graph(
     degrees = np.asarray(W.sum(axis=1)).ravel()
     isolated = int(np.sum(degrees <= 0))
     if isolated:
-        warnings.warn(
+        warn_user(
             f"{isolated} node(s) have no edge of positive weight; their latent "
             f"values stay at the prior mean 0.",
             UserWarning,
-            stacklevel=3,
         )
     n_components, component_labels = connected_components(W, directed=False)
     n_components = int(n_components)
     if 1 < n_components and params.n_eigs <= n_components:
-        warnings.warn(
+        warn_user(
             f"The graph has {n_components} connected components, at least as many as the "
             f"n_eigs={params.n_eigs} eigenpairs kept: the spectrum holds nothing but "
             f"constants on components, and labels do not spread within or between them. "
             f"Increase n_neighbors (or n_eigs).",
             UserWarning,
-            stacklevel=3,
         )
     logger.log(level, "Connected components (%d): %.2f s.", n_components, timer.lap())
     eigenvalues, V, residual = laplacian_spectrum(W, params.n_eigs, params.random_state)
@@ -1749,11 +1744,10 @@ def build_graph(
         params.n_eigs, W.shape[0], _auto_solver(W.shape[0], params.n_eigs), residual, timer.lap(),
     )  # fmt: skip
     if residual > EIGEN_RESIDUAL_TOL:
-        warnings.warn(
+        warn_user(
             f"The computed eigenpairs have residual {residual:.2e} "
             f"(> {EIGEN_RESIDUAL_TOL:.0e}); the spectrum may be inaccurate.",
             UserWarning,
-            stacklevel=3,
         )
     component_labels = component_labels.astype(np.intp)
     extras = [

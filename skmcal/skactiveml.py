@@ -36,7 +36,6 @@ True
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -44,6 +43,7 @@ from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
 from . import query
+from ._warnings import warn_user
 from .classifier import SpectralGraphClassifier
 
 try:
@@ -276,11 +276,10 @@ class GraphQueryStrategy(SingleAnnotatorPoolQueryStrategy):
         else:
             rows = np.arange(X_cand.shape[0])
         if rows.size < batch_size:
-            warnings.warn(
+            warn_user(
                 f"batch_size={batch_size} exceeds the {rows.size} unlabeled candidates; "
                 f"choosing {rows.size}.",
                 UserWarning,
-                stacklevel=2,
             )
             batch_size = rows.size
         if batch_size == 0:

@@ -404,3 +404,30 @@ def test_extremely_scaled_data_give_the_same_predictions(factor):
     assert_array_equal(scaled.transduction_, plain.transduction_)
     new = np.random.RandomState(1).randn(5, 10) + 2
     assert_allclose(scaled.predict_proba(new * factor), plain.predict_proba(new), atol=1e-9)
+
+
+# ------------------------------------------------- warnings at the caller's line
+def test_warnings_point_at_the_callers_line():
+    """Through scikit-learn's fit wrapper, modAL and skmcal's own helpers alike."""
+    X = np.random.RandomState(0).rand(8, 2)
+    with pytest.warns(UserWarning) as record:
+        SpectralGraphClassifier().fit(X, [0, 1] + [-1] * 6)  # neighbours and n_eigs clipped
+    assert len(record) >= 2
+    assert {(w.filename, w.lineno) for w in record} == {(__file__, record[0].lineno)}
+    patch_modal()
+    with pytest.warns(UserWarning) as record:
+        ActiveLearner(estimator=SpectralGraphClassifier(nodes=NodeSet(X)),
+                      query_strategy=uncertainty, X_training=X[:2], y_training=[0, 1])  # fmt: skip
+    assert record and all(w.filename == __file__ for w in record)
+
+
+def test_a_fit_failing_at_every_grid_point_names_the_grid_and_the_weights():
+    X, y = make_blobs(120, centers=2, random_state=0)
+    labels = np.full(120, -1)
+    labels[:6] = y[:6]
+    with pytest.raises(ValueError, match=r"failed at every grid point \(taus \[.*\], gammas "
+                                         r"\[1e-12\]\).*try larger gammas or taus\.$"):
+        SpectralGraphClassifier(gamma=1e-12).fit(X, labels)
+    with pytest.raises(ValueError, match=r"class_weight=\{0: 1000000000000.0\} weighs labels up to "
+                                         r"1e\+12.*try smaller weights"):
+        SpectralGraphClassifier(class_weight={0: 1e12}).fit(X, labels)

@@ -222,6 +222,52 @@ def test_classifier_sum_choice_is_the_dense_leave_one_out_maximum(loss):
     assert np.mean(clf.transduction_ == y_true) > 0.9
 
 
+def test_a_search_beyond_its_cap_is_the_dense_maximum_over_the_subset(monkeypatch):
+    """More labels than SUM_SEARCH_MAX_LABELS: the grid's choice is the dense
+    leave-one-out maximum over the labels of _search_subset; the fit takes them all."""
+    import skmcal.classifier as module
+
+    X, y, y_true = _data(3, n_labeled=8)
+    labeled = np.flatnonzero(y != -1)
+    cap = labeled.size // 2
+    monkeypatch.setattr(module, "SUM_SEARCH_MAX_LABELS", cap)
+    clf = SpectralGraphClassifier("mgr", model="sum", n_eigs=10, cache=False).fit(X, y)
+    np.testing.assert_array_equal(clf.labeled_nodes_, labeled)
+    keep = module._search_subset(labeled, y[labeled], cap)
+    assert cap <= keep.size <= cap + 3 and keep.size < labeled.size
+    sub = labeled[keep]
+    W, lam, V = clf.graph_.weights, clf.eigenvalues_, clf.eigenvectors_
+    Y = np.eye(3)[y[sub]]
+    table = {}
+    for ts in [t for t in DEFAULT_TAUS if t**2 <= np.median(lam)]:
+        for tf in SUM_FULL_TAUS:
+            for eps in SUM_EPSILONS:
+                Sigma, _, _ = dense_sum_prior(W, lam, V, ts, tf, eps, sub)
+                K = Sigma[np.ix_(sub, sub)]
+                for g in SUM_GAMMAS:
+                    table[ts, tf, eps, g] = dense_loo(K + g**2 * np.eye(sub.size), Y)
+    p = clf.sum_prior_
+    assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == max(table, key=table.get)
+
+
+def test_search_subset_is_fixed_by_the_nodes_and_holds_every_class():
+    from skmcal.classifier import _search_subset
+
+    rng = np.random.RandomState(0)
+    nodes = rng.choice(10_000, size=900, replace=False)
+    codes = rng.randint(0, 3, size=900)
+    codes[np.argmax(nodes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))] = 3  # one label
+    keep = _search_subset(nodes, codes, 300)
+    assert 300 <= keep.size <= 304 and np.all(np.diff(keep) > 0)
+    assert set(codes[keep]) == {0, 1, 2, 3}  # the class of one label, its hash the largest
+    order = rng.permutation(900)
+    again = _search_subset(nodes[order], codes[order], 300)
+    assert set(nodes[order][again]) == set(nodes[keep])  # whatever the order of the labels
+    more = np.concatenate([nodes, rng.choice(np.setdiff1d(np.arange(10_000), nodes), 100, False)])
+    grown = set(more[_search_subset(more, np.r_[codes, np.zeros(100, int)], 300)])
+    assert len(grown & set(nodes[keep])) >= 250  # most of the subset stays as labels come
+
+
 def test_classifier_sum_latent_and_covariance():
     """The latent of the chosen prior; the coefficients' covariance of the remainder model
     (the prior's projection on V less the white noise s, noise gamma_^2 + s; units a c_s)."""
