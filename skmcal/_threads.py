@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from numbers import Integral
 
+import joblib
 from threadpoolctl import ThreadpoolController
 
 _LIMIT: dict[str, int | None] = {"blas": 1}
@@ -62,6 +63,22 @@ def set_blas_threads(n_threads: int | None) -> int | None:
     previous = _LIMIT["blas"]
     _LIMIT["blas"] = None if n_threads is None else int(n_threads)
     return previous
+
+
+def n_jobs_threads(n_jobs) -> int | None:
+    """Threads for an estimator's ``n_jobs``: joblib's reading of it (-1: every core),
+    at most ``os.cpu_count()``; None stays None.
+
+    Threads beyond the cores only spin against each other (BLAS pools most of
+    all: a 300 x 300 ``eigh`` under a limit of 16 threads on 2 cores took 7.5 s).
+    """
+    if n_jobs is None:
+        return None
+    if n_jobs == 0:
+        raise ValueError(
+            "n_jobs must be a non-zero int or None (-1: every core); got 0."
+        )
+    return max(1, min(joblib.effective_n_jobs(n_jobs), os.cpu_count() or 1))
 
 
 def get_blas_threads() -> int | None:

@@ -196,12 +196,21 @@ def _check_query(n_instances, batch):
     _check_choice(batch, "batch", BATCH_MODES)
 
 
+def _rows(X):
+    """Training rows as the classifier's ``fit`` reads them (a float array or CSR matrix)."""
+    if sp.issparse(X):
+        return sp.csr_matrix(X)
+    X = np.asarray(X)
+    return X if X.dtype in (np.float32, np.float64) else X.astype(np.float64)
+
+
 def _labeled_codes(clf: SpectralGraphClassifier, learner, labels, who: str) -> np.ndarray:
     """Class codes (indices into ``clf.classes_``) of ``clf.labeled_nodes_``.
 
     From ``labels`` (in the order of ``labeled_nodes_``) or, when None, from
     the ``y_training`` of a modAL learner (the rows ``fit`` was given; its
-    ``-1`` entries are unlabeled rows and are skipped, as ``fit`` does).
+    ``-1`` entries are unlabeled rows and are skipped, and a row taught again
+    counts once, at its first occurrence, as ``fit`` does).
     """
     if labels is None:
         labels = getattr(learner, "y_training", None)
@@ -212,7 +221,15 @@ def _labeled_codes(clf: SpectralGraphClassifier, learner, labels, who: str) -> n
                 "(its y_training holds them)."
             )
         labels = np.asarray(labels).reshape(-1)
-        labels = labels[~unlabeled_mask(labels, clf.missing_label)]
+        keep = ~unlabeled_mask(labels, clf.missing_label)
+        training = getattr(learner, "X_training", None)
+        if clf.nodes is not None and training is not None and keep.sum() > clf.labeled_nodes_.size:
+            # rows taught again: fit counts each node once, at its first row
+            nodes = clf.node_set_.lookup(_rows(training), distinct=True)[keep]
+            _, first = np.unique(nodes, return_index=True)
+            labels = labels[keep][np.sort(first)]
+        else:
+            labels = labels[keep]
     else:
         labels = np.asarray(labels)
         if labels.ndim != 1:

@@ -12,7 +12,6 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.metrics import accuracy_score
 from sklearn.utils import _safe_indexing
@@ -25,7 +24,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._threads import small_algebra, solver_threads
+from ._threads import n_jobs_threads, small_algebra, solver_threads
 from ._warnings import warn_user
 from .evidence import (
     DEFAULT_GAMMAS,
@@ -409,6 +408,14 @@ def unlabeled_mask(y, missing_label=UNLABELED):
     return np.zeros(y.shape[0], dtype=bool)
 
 
+def _plain_labels(labels):
+    """Labels of an object array (None markers removed) as the array of their values,
+    numbers as numbers, for scikit-learn's type checks; other arrays as they are."""
+    if labels.dtype.kind == "O" and not any(isinstance(v, str) for v in labels):
+        return np.asarray(labels.tolist())  # numbers left beside None markers
+    return labels
+
+
 def _search_subset(labeled_nodes, codes, size):
     """Positions of about ``size`` of the labeled nodes for a grid search
     (:data:`SUM_SEARCH_MAX_LABELS`), in their order.
@@ -723,7 +730,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         :data:`skmcal.fullgraph.PARALLEL_MIN_ROWS` nodes or more (None: the
         size of the BLAS pools, i.e. every core in a plain process and a
         joblib worker's share in a worker; each thread runs a
-        single-threaded BLAS).
+        single-threaded BLAS). Threads are at most the cores
+        (``os.cpu_count()``), whatever ``n_jobs`` says: more only spin
+        against each other.
     random_state : int, RandomState instance or None, default=None
         Seeds the start of the sparse eigensolver (large graphs only: ARPACK's
         starting vector, or the starting block of the float32 subspace
@@ -1388,7 +1397,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
 
     def _n_threads(self):
         """Scoring threads of the posterior: ``n_jobs`` resolved, None where not given."""
-        return None if self.n_jobs is None else effective_n_jobs(self.n_jobs)
+        return n_jobs_threads(self.n_jobs)
 
     def _resolve_nodes(self, X):
         """The node set and the node index of every row of ``X``."""
@@ -1428,6 +1437,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         """
         X = validate_data(self, X, accept_sparse="csr", dtype=list(NODE_DTYPES))
         check_memory(self.memory)  # a bad folder is named here, not at a later cache miss
+        n_jobs_threads(self.n_jobs)  # n_jobs=0 named here
         # "auto" is checked as mgr here (the range of float64) and again once resolved.
         _check_tau_gamma("mgr" if self.loss == "auto" else self.loss, *self._tau_gamma())
         # y may hold NaN or None as its unlabeled marker: checked here, not by validate_data.
@@ -1441,9 +1451,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
                     f"{self.missing_label!r} marks the unlabeled rows; pass "
                     f"missing_label={name} if {name} marks them."
                 )
-        labels = y[labeled]
-        if labels.dtype.kind == "O" and not any(isinstance(v, str) for v in labels):
-            labels = np.asarray(labels.tolist())  # numbers left beside None markers
+        labels = _plain_labels(y[labeled])
         if labels.dtype.kind == "f" and not np.isfinite(labels).all():
             raise ValueError("Input y contains infinity among its labels.")
         with warnings.catch_warnings():
@@ -2078,7 +2086,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"score needs at least one labeled row (y != {self.missing_label!r}).")
         if not keep.all():
             X, y = _safe_indexing(X, np.flatnonzero(keep)), y[keep]
-        return accuracy_score(y, self.predict(X))
+        return accuracy_score(_plain_labels(y), self.predict(X))
 
     # ------------------------------------------------------------ posterior
     def posterior_cov(self, X=None):

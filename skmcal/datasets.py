@@ -324,11 +324,17 @@ def read_idx_header(path: PathLike) -> tuple[np.dtype, tuple[int, ...]]:
         return _read_header(f, path)
 
 
-def _check_n_samples(n_samples, n_available: int, what: str) -> int:
+def _check_n_samples_value(n_samples) -> None:
     if n_samples is None:
-        return n_available
+        return
     if not isinstance(n_samples, Integral) or isinstance(n_samples, bool) or n_samples < 1:
         raise ValueError(f"n_samples must be None or a positive integer; got {n_samples!r}.")
+
+
+def _check_n_samples(n_samples, n_available: int, what: str) -> int:
+    _check_n_samples_value(n_samples)
+    if n_samples is None:
+        return n_available
     if n_samples > n_available:
         raise ValueError(f"n_samples={n_samples} is more than the {n_available} rows of {what}.")
     return int(n_samples)
@@ -1074,13 +1080,13 @@ def load_dataset(
     >>> X.shape
     (100, 2)
     """
-    key = name.lower() if isinstance(name, str) else name
+    key = name.lower() if isinstance(name, str) else None
     if key not in DATASETS:
         raise ValueError(
             f"Unknown data set {name!r}; accepted: {', '.join(DATASETS)} (see "
             "skmcal.datasets.DATASETS)."
         )
+    _check_n_samples_value(n_samples)
     X, y = DATASETS[key].loader(data_home, n_samples)
-    if n_samples is not None:
-        X, y = X[:n_samples], y[:n_samples]
-    return X, y
+    n = _check_n_samples(n_samples, X.shape[0], f"the data set {key!r}")
+    return X[:n], y[:n]

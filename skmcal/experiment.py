@@ -465,6 +465,20 @@ def _check_pair(X, y):
         raise ValueError(f"y must be 1-D, one label per row of X; got shape {y.shape}.")
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels.")
+    # every row's true class: the experiment labels rows as its strategies ask
+    missing = (
+        np.isnan(y)
+        if y.dtype.kind == "f"
+        else np.array([v is None or (isinstance(v, float) and v != v) for v in y], dtype=bool)
+        if y.dtype.kind == "O"
+        else np.zeros(y.shape[0], dtype=bool)
+    )
+    if missing.any():
+        raise ValueError(
+            f"y holds {int(missing.sum())} missing value(s) (NaN or None; first: row "
+            f"{int(np.flatnonzero(missing)[0])}): an experiment needs the true class of "
+            f"every row, which it reveals as the strategies query them. Drop those rows."
+        )
     return X, y
 
 

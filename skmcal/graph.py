@@ -33,6 +33,7 @@ from sklearn.utils import check_array, check_random_state
 from threadpoolctl import threadpool_limits
 
 from skmcal._sparse import block_product, limit_threads
+from skmcal._threads import n_jobs_threads
 from skmcal._warnings import warn_user
 
 #: Above this many nodes the spectrum is computed by ARPACK (eigsh); at or
@@ -1896,7 +1897,7 @@ def _build_threads(n_jobs):
     """
     if n_jobs is None:
         return contextlib.nullcontext()
-    n_threads = joblib.effective_n_jobs(n_jobs)
+    n_threads = n_jobs_threads(n_jobs)  # at most the cores
     stack = contextlib.ExitStack()
     stack.enter_context(threadpool_limits(limits=n_threads))
     stack.enter_context(limit_threads(n_threads))

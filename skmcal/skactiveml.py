@@ -45,6 +45,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import query
 from ._warnings import warn_user
 from .classifier import SpectralGraphClassifier
+from .selection import pool_nodes
 
 try:
     from skactiveml.base import SingleAnnotatorPoolQueryStrategy
@@ -189,6 +190,12 @@ class GraphQueryStrategy(SingleAnnotatorPoolQueryStrategy):
         if self.batch not in query.BATCH_MODES:
             raise ValueError(f"batch must be one of {query.BATCH_MODES}; got {self.batch!r}.")
         options = dict(self.strategy_options or {})
+        reserved = sorted({"n_instances", "candidates", "random_state"} & set(options))
+        if reserved:
+            raise ValueError(
+                f"strategy_options may not set {reserved}: the adapter passes them (query's "
+                f"batch_size and candidates, the strategy's random_state)."
+            )
         if function is not query.random_sampling:
             options["batch"] = self.batch
         return function, options
@@ -294,12 +301,24 @@ class GraphQueryStrategy(SingleAnnotatorPoolQueryStrategy):
             return _output(chosen, utilities, n_out, batch_size, return_utilities)
 
         pool = X if mapping is not None else X_cand
+        # the strategies offer one row per point, none equal to a labeled one
+        rows = _distinct_unlabeled(estimator, pool, rows)
+        if rows.size < batch_size:
+            warn_user(
+                f"batch_size={batch_size} exceeds the {rows.size} unlabeled candidates once "
+                f"equal rows count once (and rows equal to a labeled one not at all); "
+                f"choosing {rows.size}.",
+                UserWarning,
+            )
+            batch_size = rows.size
+            if batch_size == 0:
+                return _output(np.empty(0, dtype=np.intp), None, n_out, 0, return_utilities)
         n_instances = rows.size if return_utilities else batch_size
         picks, scores = function(
             estimator,
             pool,
             n_instances=n_instances,
-            candidates=rows if mapping is not None else None,
+            candidates=rows,
             random_state=rng,
             **options,
         )
@@ -308,6 +327,16 @@ class GraphQueryStrategy(SingleAnnotatorPoolQueryStrategy):
             utilities = np.full(n_out, np.nan)
             utilities[picks] = scores
         return _output(picks[:batch_size], utilities, n_out, batch_size, return_utilities)
+
+
+def _distinct_unlabeled(estimator, pool, rows):
+    """The ``rows`` of ``pool`` that a strategy may return: the first row of each point
+    (equal rows are one point), none equal to a labeled node, in their order."""
+    points = pool_nodes(estimator, pool)[rows]  # the first equal node of each row
+    labeled = estimator.node_set_.first_equal[estimator.labeled_nodes_]
+    keep = np.flatnonzero(~np.isin(points, labeled))
+    _, first = np.unique(points[keep], return_index=True)
+    return rows[keep[np.sort(first)]]
 
 
 def _output(chosen, utilities, n_out, batch_size, return_utilities):

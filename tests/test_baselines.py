@@ -451,3 +451,29 @@ def test_modal_learner_supplies_the_labels():
     assert predicted.shape == (pool.n_nodes,)
     rows, _ = vopt_hf(learner, pool, 2)
     assert not np.isin(rows, learner.estimator.labeled_nodes_).any()
+
+
+def test_modal_rows_taught_again_count_once():
+    """A row taught twice is one label to fit, and to the baselines that read the
+    learner's y_training: the same as passing the labels of labeled_nodes_."""
+    modal_models = pytest.importorskip("modAL.models")
+    patch_modal()
+    _, pool, X, y_true, labeled = _pool()
+    learner = modal_models.ActiveLearner(
+        estimator=SpectralGraphClassifier("gr", nodes=pool, n_eigs=8),
+        query_strategy=db_rkhs,
+        X_training=X[labeled],
+        y_training=y_true[labeled],
+    )
+    rows, _ = learner.query(pool, n_instances=2, h=1.0, random_state=0)
+    learner.teach(X[rows], y_true[rows])
+    learner.teach(X[rows[::-1]], y_true[rows[::-1]])  # the same rows again
+    clf = learner.estimator
+    assert clf.labeled_nodes_.size == labeled.size + 2 < learner.y_training.size
+    expected = y_true[clf.labeled_nodes_]  # the nodes are the pool's rows
+    got, _ = learner.query(pool, n_instances=2, h=1.0, random_state=0)  # (rows, X rows)
+    want, _ = db_rkhs(clf, pool, 2, h=1.0, random_state=0, labels=expected)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(
+        harmonic_transduction(learner), harmonic_transduction(clf, expected)
+    )

@@ -537,6 +537,14 @@ def test_load_dataset_by_name_with_n_samples():
     np.testing.assert_array_equal(y, y_all[:30])
     with pytest.raises(ValueError, match="Unknown data set 'mnist'; accepted: binary-clusters"):
         datasets.load_dataset("mnist")
+    with pytest.raises(ValueError, match=r"Unknown data set \['x'\]; accepted"):
+        datasets.load_dataset(["x"])
+    for bad in (-1, 0, 1.5, True):  # as the files' loaders: no silent X[:-1] or empty set
+        with pytest.raises(ValueError, match="n_samples must be None or a positive integer"):
+            datasets.load_dataset("binary-clusters", n_samples=bad)
+    with pytest.raises(ValueError, match="n_samples=1000 is more than the 760 rows of the data "
+                                         "set 'binary-clusters'"):
+        datasets.load_dataset("binary-clusters", n_samples=1000)
 
 
 def test_load_dataset_reads_the_registered_files_under_data_home(tmp_path, monkeypatch):

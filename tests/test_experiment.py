@@ -214,6 +214,17 @@ def test_invalid_settings():
         run_experiment("mnist-train", progress=False)
 
 
+@pytest.mark.parametrize("missing", [np.nan, None])
+def test_missing_labels_in_y_are_refused(missing):
+    """The experiment reveals every row's true class: a NaN or None is not a class."""
+    X, y = make_blobs(60, centers=3, random_state=0)
+    y = y.astype(float if missing is not None else object)
+    y[[7, 30]] = missing
+    with pytest.raises(ValueError, match=r"y holds 2 missing value\(s\) \(NaN or None; first: "
+                                         r"row 7\).*Drop those rows"):
+        run_experiment((X, y), strategies=["rand"], iterations=1, trials=1, progress=False)
+
+
 def test_progress_bar_shows_accuracy(capsys):
     pytest.importorskip("tqdm")
     run_experiment(strategies=["rand:gr"], iterations=2, trials=1, progress=True)

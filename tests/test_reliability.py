@@ -431,3 +431,26 @@ def test_a_fit_failing_at_every_grid_point_names_the_grid_and_the_weights():
     with pytest.raises(ValueError, match=r"class_weight=\{0: 1000000000000.0\} weighs labels up to "
                                          r"1e\+12.*try smaller weights"):
         SpectralGraphClassifier(class_weight={0: 1e12}).fit(X, labels)
+
+
+def test_a_warning_from_one_line_shows_once_under_the_default_action(monkeypatch):
+    """Fits change warning filters (catch_warnings), which empties Python's record of
+    the warnings shown: skmcal keeps its own, so a loop's line warns once; "always"
+    still shows every call."""
+    from skmcal import _warnings
+
+    monkeypatch.setattr(_warnings, "_SHOWN", set())
+    X = np.random.RandomState(0).rand(8, 2)
+    y = [0, 1] + [-1] * 6
+
+    def fits(action):
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter(action)
+            for _ in range(3):
+                SpectralGraphClassifier().fit(X, y)  # neighbours and n_eigs clipped
+        return [str(w.message) for w in record]
+
+    once = fits("default")
+    assert len(once) >= 2 and len(set(once)) == len(once)
+    assert fits("default") == []  # shown already, from this line
+    assert len(fits("always")) == 3 * len(once)

@@ -130,6 +130,13 @@ def test_missing_label_score_ignores_marked_rows(moons):
         clf.score(X, np.full(200, np.nan))
 
 
+def test_missing_label_none_scores_numeric_classes(moons):
+    X, y_true = moons
+    clf = SpectralGraphClassifier(missing_label=None).fit(X, marked(y_true, None))
+    y_score = np.array([None] * 100 + list(y_true[100:]), dtype=object)
+    assert clf.score(X, y_score) == np.mean(clf.predict(X[100:]) == y_true[100:])
+
+
 def test_missing_label_must_be_a_scalar():
     from sklearn.utils._param_validation import InvalidParameterError
 
@@ -334,6 +341,30 @@ def test_query_strategy_errors(adapter, blobs):
         adapter.GraphQueryStrategy().query(X, y, SklearnClassifier(LogisticRegression()))
     with pytest.raises(ValueError, match="must be equal"):
         adapter.GraphQueryStrategy().query(X, y, SpectralGraphClassifier())  # marker -1
+    with pytest.raises(ValueError, match=r"strategy_options may not set \['candidates'\]"):
+        adapter.GraphQueryStrategy("vopt", strategy_options={"candidates": 0.1}).query(X, y, clf)
+
+
+def test_query_strategy_on_a_pool_with_equal_rows(adapter, blobs):
+    """Copies count once, as in the strategies: utilities over the distinct points, and a
+    batch larger than them is cut to them with a warning."""
+    X, y_true = blobs
+    y = start(y_true)
+    copies = np.flatnonzero(np.isnan(y))[:20]
+    Xd, yd = np.r_[X, X[copies]], np.r_[y, np.full(20, np.nan)]
+    labeled_copy = np.flatnonzero(~np.isnan(y))[0]
+    Xd, yd = np.r_[Xd, X[[labeled_copy]]], np.r_[yd, np.nan]  # a copy of a labeled row
+    qs = adapter.GraphQueryStrategy(random_state=0)
+    clf = adapter.skactiveml_classifier()
+    idx, utilities = qs.query(Xd, yd, clf, batch_size=3, return_utilities=True)
+    n_distinct = int(np.isnan(y).sum())  # the copies add no point
+    assert np.isfinite(utilities[0]).sum() == n_distinct
+    assert np.isnan(utilities[0, X.shape[0]:]).all()  # the copies' rows: their first stands
+    assert len({tuple(row) for row in Xd[idx]}) == 3 and np.isnan(yd[idx]).all()
+    with pytest.warns(UserWarning, match=rf"batch_size={n_distinct + 5} exceeds the "
+                                         rf"{n_distinct} unlabeled candidates once equal rows"):
+        chosen = qs.query(Xd, yd, clf, batch_size=n_distinct + 5)
+    assert chosen.size == n_distinct and np.all(chosen < X.shape[0])
 
 
 def test_every_query_strategy_parameter_is_tested(adapter):

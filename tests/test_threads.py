@@ -2,6 +2,7 @@
 
 import os
 
+import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
@@ -176,3 +177,30 @@ def test_posterior_around_and_rank_one_evaluate_run_on_one_blas_thread(monkeypat
         clf = SpectralGraphClassifier("mgr", model="full", cache=False).fit(X, y_train)
         model_change(clf, X, n_instances=2, batch="topk")
     assert seen == {"posterior_around": {1}, "evaluate": {1}}
+
+
+def test_n_jobs_beyond_the_cores_uses_the_cores(monkeypatch):
+    """n_jobs=64 on a small machine: the graph build's BLAS limit and the scoring
+    threads are the cores (more threads only spin); n_jobs=0 is named."""
+    import skmcal.graph as graph_module
+    from skmcal import SpectralGraphClassifier
+    from skmcal._threads import n_jobs_threads
+
+    cores = os.cpu_count() or 1
+    assert n_jobs_threads(10**6) == cores and n_jobs_threads(-1) == cores
+    assert n_jobs_threads(1) == 1 and n_jobs_threads(None) is None
+    limits = []
+    real = graph_module.threadpool_limits
+
+    def recording(*args, **kwargs):
+        limits.append(kwargs.get("limits", args[0] if args else None))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(graph_module, "threadpool_limits", recording)
+    X = np.random.RandomState(0).randn(60, 2)
+    clf = SpectralGraphClassifier("mgr", n_jobs=64, cache=False, n_eigs=8)
+    clf.fit(X, [0, 1] + [-1] * 58)
+    assert limits and max(limits) <= cores
+    assert clf._n_threads() == cores
+    with pytest.raises(ValueError, match="n_jobs must be a non-zero int or None.*got 0"):
+        SpectralGraphClassifier(n_jobs=0).fit(X, [0, 1] + [-1] * 58)
