@@ -282,13 +282,7 @@ class GraphQueryStrategy(SingleAnnotatorPoolQueryStrategy):
             rows = rows[~is_labeled(y[rows], self.missing_label_)]
         else:
             rows = np.arange(X_cand.shape[0])
-        if rows.size < batch_size:
-            warn_user(
-                f"batch_size={batch_size} exceeds the {rows.size} unlabeled candidates; "
-                f"choosing {rows.size}.",
-                UserWarning,
-            )
-            batch_size = rows.size
+        batch_size = _fit_batch(batch_size, rows.size)
         if batch_size == 0:
             return _output(np.empty(0, dtype=np.intp), None, n_out, 0, return_utilities)
 
@@ -303,16 +297,12 @@ class GraphQueryStrategy(SingleAnnotatorPoolQueryStrategy):
         pool = X if mapping is not None else X_cand
         # the strategies offer one row per point, none equal to a labeled one
         rows = _distinct_unlabeled(estimator, pool, rows)
-        if rows.size < batch_size:
-            warn_user(
-                f"batch_size={batch_size} exceeds the {rows.size} unlabeled candidates once "
-                f"equal rows count once (and rows equal to a labeled one not at all); "
-                f"choosing {rows.size}.",
-                UserWarning,
-            )
-            batch_size = rows.size
-            if batch_size == 0:
-                return _output(np.empty(0, dtype=np.intp), None, n_out, 0, return_utilities)
+        batch_size = _fit_batch(
+            batch_size, rows.size,
+            " once equal rows count once (and rows equal to a labeled one not at all)",
+        )  # fmt: skip
+        if batch_size == 0:
+            return _output(np.empty(0, dtype=np.intp), None, n_out, 0, return_utilities)
         n_instances = rows.size if return_utilities else batch_size
         picks, scores = function(
             estimator,
@@ -327,6 +317,18 @@ class GraphQueryStrategy(SingleAnnotatorPoolQueryStrategy):
             utilities = np.full(n_out, np.nan)
             utilities[picks] = scores
         return _output(picks[:batch_size], utilities, n_out, batch_size, return_utilities)
+
+
+def _fit_batch(batch_size, n_rows, counted=""):
+    """``batch_size``, or ``n_rows`` with a warning where fewer candidates remain."""
+    if n_rows >= batch_size:
+        return batch_size
+    warn_user(
+        f"batch_size={batch_size} exceeds the {n_rows} unlabeled candidates{counted}; "
+        f"choosing {n_rows}.",
+        UserWarning,
+    )
+    return n_rows
 
 
 def _distinct_unlabeled(estimator, pool, rows):

@@ -432,7 +432,8 @@ def test_singular_labeled_kernel_is_a_clear_error():
 
 
 # --------------------------------------------------------------------- modAL
-def test_modal_learner_supplies_the_labels():
+def _db_rkhs_learner():
+    """``(learner, pool, X, y_true, labeled)``: a modAL learner of db_rkhs on ``_pool()``."""
     modal_models = pytest.importorskip("modAL.models")
     patch_modal()  # modAL 0.4.2.1's teach() on scikit-learn >= 1.8
     _, pool, X, y_true, labeled = _pool()
@@ -442,6 +443,11 @@ def test_modal_learner_supplies_the_labels():
         X_training=X[labeled],
         y_training=y_true[labeled],
     )
+    return learner, pool, X, y_true, labeled
+
+
+def test_modal_learner_supplies_the_labels():
+    learner, pool, X, y_true, labeled = _db_rkhs_learner()
     for _ in range(2):
         rows, _ = learner.query(pool, n_instances=2, h=1.0, random_state=0)
         assert not np.isin(rows, learner.estimator.labeled_nodes_).any()
@@ -456,15 +462,7 @@ def test_modal_learner_supplies_the_labels():
 def test_modal_rows_taught_again_count_once():
     """A row taught twice is one label to fit, and to the baselines that read the
     learner's y_training: the same as passing the labels of labeled_nodes_."""
-    modal_models = pytest.importorskip("modAL.models")
-    patch_modal()
-    _, pool, X, y_true, labeled = _pool()
-    learner = modal_models.ActiveLearner(
-        estimator=SpectralGraphClassifier("gr", nodes=pool, n_eigs=8),
-        query_strategy=db_rkhs,
-        X_training=X[labeled],
-        y_training=y_true[labeled],
-    )
+    learner, pool, X, y_true, labeled = _db_rkhs_learner()
     rows, _ = learner.query(pool, n_instances=2, h=1.0, random_state=0)
     learner.teach(X[rows], y_true[rows])
     learner.teach(X[rows[::-1]], y_true[rows[::-1]])  # the same rows again
