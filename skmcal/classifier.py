@@ -709,7 +709,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         values within a few times 1e-6 (relative to the largest) of the
         exact solve's at every ``tau`` and ``gamma`` measured; each factor of
         10 below costs about one more conjugate-gradient iteration per
-        column).
+        column). Below 1: a relative tolerance of 1 or more stops at the
+        first step.
     warm_start : bool, default=True
         Start Newton's method from the previous ``coef_`` when refitting on
         the same graph with the same loss and classes (the active-learning
@@ -946,7 +947,7 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         "target_scale": [StrOptions({"auto", "sqrt", "balanced"}), None],
         "offset": [StrOptions({"auto", "free"}), None],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "tol": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "tol": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="neither")],
         "warm_start": ["boolean"],
         "cache": ["boolean"],
         "n_jobs": [None, Integral],

@@ -839,6 +839,9 @@ def load_hsi(
     ------
     FileNotFoundError
         If a file is missing; the message names where it was looked for.
+    KeyError
+        If a variable named by ``data_key`` or ``labels_key`` is not in the
+        file; the message lists those it holds.
     ValueError
         If the shapes of data and labels do not fit together, a variable
         cannot be chosen, or the labels are not integers.

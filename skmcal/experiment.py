@@ -86,6 +86,7 @@ from .coldstart import cold_start as graph_cold_start
 from .datasets import DATASETS, load_dataset
 from .graph import GRAPH_CACHE, NodeSet
 from .losses import LOSSES
+from .plotting import _check_columns
 from .query import model_change, random_sampling, sopt, uncertainty, vopt
 from .selection import check_candidates
 from .stopping import make_rule
@@ -331,6 +332,8 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
         ``accuracy_std`` (population std over trials, 0 for one trial),
         ``time_mean`` (seconds per iteration, iterations >= 1) and ``trials``.
     """
+    _check_columns(results, ["strategy", "trial", "iteration", "n_labeled", "accuracy", "time"],
+                   "summarize")  # fmt: skip
     rows = []
     for strategy in pd.unique(results["strategy"]):
         part = results[results["strategy"] == strategy]

@@ -78,6 +78,11 @@ def _trials(n: int) -> str:
 
 
 def _check_columns(frame: pd.DataFrame, columns, what: str) -> None:
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(
+            f"{what} takes a pandas DataFrame (run_experiment's, or pd.read_csv of its "
+            f"CSV file); got {type(frame).__name__}."
+        )
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise ValueError(

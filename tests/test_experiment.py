@@ -225,6 +225,15 @@ def test_missing_labels_in_y_are_refused(missing):
         run_experiment((X, y), strategies=["rand"], iterations=1, trials=1, progress=False)
 
 
+def test_summarize_names_what_it_misses():
+    frame = pd.DataFrame({"strategy": ["a"], "trial": [0], "iteration": [0], "n_labeled": [5],
+                          "accuracy": [0.5]})  # fmt: skip
+    with pytest.raises(ValueError, match=r"summarize needs the columns .* missing \['time'\]"):
+        summarize(frame)
+    with pytest.raises(TypeError, match="summarize takes a pandas DataFrame .* got list"):
+        summarize([frame])
+
+
 def test_progress_bar_shows_accuracy(capsys):
     pytest.importorskip("tqdm")
     run_experiment(strategies=["rand:gr"], iterations=2, trials=1, progress=True)

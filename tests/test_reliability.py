@@ -454,3 +454,15 @@ def test_a_warning_from_one_line_shows_once_under_the_default_action(monkeypatch
     assert len(once) >= 2 and len(set(once)) == len(once)
     assert fits("default") == []  # shown already, from this line
     assert len(fits("always")) == 3 * len(once)
+
+
+def test_a_tolerance_of_one_or_more_is_refused():
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y = make_blobs(60, centers=2, random_state=0)
+    labels = np.full(60, -1)
+    labels[:4] = y[:4]
+    for tol in (1.0, 10.0):  # Newton would stop at its first step: one class everywhere
+        with pytest.raises(InvalidParameterError, match="'tol' parameter"):
+            SpectralGraphClassifier("ce", tol=tol).fit(X, labels)
+    SpectralGraphClassifier("ce", tol=0.5).fit(X, labels)
