@@ -949,10 +949,16 @@ def _node_neighbors(params: GraphParams, data, k):
     """
     index = _new_index(params, data)
     if params.neighbors is not None:
+        if getattr(index, "mode", "distance") != "distance":
+            raise ValueError(
+                f"The neighbors transformer {type(index).__name__} has mode={index.mode!r}; "
+                f"the graph's kernel needs distances: use mode='distance'."
+            )
         if hasattr(index, "fit_transform"):
             graph = index.fit_transform(data)
         else:
             graph = index.fit(data).transform(data)
+        _check_distance_graph(graph, (data.shape[0], data.shape[0]), index)
         return index, *_neighbors_from_graph(graph, k, exclude_self=True, source=index)
     index.fit(data)
     dist, ind = index.kneighbors(None, n_neighbors=k)
@@ -1000,6 +1006,25 @@ def _query_neighbors(index, X, k):
         dist, ind = index.kneighbors(X, n_neighbors=k)
         return dist.astype(np.float64, copy=False), ind
     return _neighbors_from_graph(index.transform(X), k, exclude_self=False, source=index)
+
+
+def _check_distance_graph(graph, shape, source):
+    """A neighbors transformer's output: a sparse ``shape`` matrix of finite distances >= 0."""
+    name = type(source).__name__
+    if not sp.issparse(graph) or graph.shape != shape:
+        raise ValueError(
+            f"The neighbors transformer {name} must give a sparse distance graph of shape "
+            f"{shape} (rows: the points, columns: the nodes), as a KNeighborsTransformer "
+            f"with mode='distance' does; got {type(graph).__name__} of shape "
+            f"{np.shape(graph)}."
+        )
+    values = sp.csr_matrix(graph).data
+    if not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise ValueError(
+            f"The neighbors transformer {name} gave distances that are negative, NaN or "
+            f"infinite ({int(np.sum(~(np.isfinite(values) & (values >= 0))))} of "
+            f"{values.size}); a distance graph holds finite distances >= 0."
+        )
 
 
 def _neighbors_from_graph(graph, k, *, exclude_self, source):

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.linalg import eigh
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.datasets import make_moons
-from sklearn.neighbors import kneighbors_graph
+from sklearn.neighbors import KNeighborsTransformer, kneighbors_graph
 
 from skmcal import NodeSet, SpectralGraphClassifier, clear_graph_cache
 from skmcal import graph as graph_module
@@ -748,3 +749,34 @@ def test_laplacian_spectrum_solver_choice(monkeypatch):
     with pytest.raises(ValueError, match="solver must be 'auto', 'dense', 'arpack' or "
                        "'chebyshev'; got 'lobpcg'"):  # fmt: skip
         laplacian_spectrum(W, 4, solver="lobpcg")
+
+
+class Flipped(TransformerMixin, BaseEstimator):
+    """A kNN transformer whose distances are negative (module level: graphs hash it)."""
+
+    def fit(self, X, y=None):
+        self.knn_ = KNeighborsTransformer(n_neighbors=11).fit(X)
+        return self
+
+    def transform(self, X):
+        G = self.knn_.transform(X)
+        G.data = -G.data
+        return G
+
+
+def test_a_neighbors_transformer_that_gives_no_distance_graph_is_named():
+    from sklearn.preprocessing import StandardScaler
+
+    X = np.random.RandomState(0).randn(80, 2)
+    y = [0, 1] + [-1] * 78
+    cases = [
+        (StandardScaler(), r"StandardScaler must give a sparse distance graph of shape "
+                           r"\(80, 80\).*got ndarray of shape \(80, 2\)"),
+        (KNeighborsTransformer(n_neighbors=10, mode="connectivity"),
+         r"mode='connectivity'; the graph's kernel needs distances"),
+        (Flipped(), r"Flipped gave distances that are negative, NaN or infinite"),
+    ]  # fmt: skip
+    for neighbors, message in cases:
+        with pytest.raises(ValueError, match=message):
+            SpectralGraphClassifier("mgr", neighbors=neighbors, cache=False).fit(X, y)
+    SpectralGraphClassifier("mgr", neighbors=KNeighborsTransformer(n_neighbors=11)).fit(X, y)
