@@ -184,6 +184,17 @@ def _check_positive(value, name):
     return float(value)
 
 
+def _check_delta(delta):
+    """``delta`` of the HF model: a positive float whose square is a positive float too."""
+    delta = _check_positive(delta, "delta")
+    if not 0.0 < delta * delta < np.inf:
+        raise ValueError(
+            f"delta must be a float whose square, the precision's shift delta^2, is a "
+            f"positive finite float (about 1e-154 to 1e154); got {delta!r}."
+        )
+    return delta
+
+
 def _check_choice(value, name, accepted):
     if not isinstance(value, str) or value not in accepted:
         raise ValueError(f"{name} must be one of {accepted}; got {value!r}.")
@@ -371,7 +382,7 @@ def _harmonic_query(
     criterion, learner, X_pool, n_instances, delta, solver, candidates, batch, random_state
 ):
     _check_query(n_instances, batch)
-    delta = _check_positive(delta, "delta")
+    delta = _check_delta(delta)
     _check_choice(solver, "solver", HF_SOLVERS)
     clf = selection.fitted_classifier(learner)
     scorer = _HarmonicScorer(
@@ -494,7 +505,7 @@ def harmonic_transduction(learner, labels=None, *, delta: float = HF_DELTA) -> n
     ndarray of shape (n_nodes,)
         Values of ``clf.classes_``.
     """
-    delta = _check_positive(delta, "delta")
+    delta = _check_delta(delta)
     clf = selection.fitted_classifier(learner)
     codes = _labeled_codes(clf, learner, labels, "harmonic_transduction")
     labeled = clf.labeled_nodes_

@@ -1025,7 +1025,9 @@ def _validate(dataset, data_home, settings: dict) -> tuple[ExperimentConfig, _Da
     smallest = int(np.bincount(data.codes[data.points], minlength=n_classes).min())
     if n_initial > smallest:
         raise ValueError(
-            f"n_initial={n_initial} labels per class, but the smallest class has {smallest} points."
+            f"n_initial={n_initial} labels per class, but the smallest class has {smallest} "
+            f"distinct points (equal rows count once: the data hold {n_points} distinct "
+            f"points in {data.codes.size} rows)."
         )
     n_first = cold_start or n_initial * n_classes
     batch_size, iterations = s["batch_size"], s["iterations"]

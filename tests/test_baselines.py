@@ -363,6 +363,8 @@ def test_labels_are_required_and_checked():
         ({"delta": np.nan}, "delta must be"),
         ({"delta": True}, "delta must be"),
         ({"delta": "0.01"}, "delta must be"),
+        ({"delta": 1e200}, r"delta must be a float whose square.* got 1e\+200"),
+        ({"delta": 1e-200}, r"delta must be a float whose square.* got 1e-200"),
         ({"solver": "cholesky"}, "solver must be one of"),
         ({"batch": "best"}, "batch must be one of"),
         ({"n_instances": 0}, "n_instances must be a positive int"),

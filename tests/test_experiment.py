@@ -225,6 +225,15 @@ def test_missing_labels_in_y_are_refused(missing):
         run_experiment((X, y), strategies=["rand"], iterations=1, trials=1, progress=False)
 
 
+def test_equal_rows_count_once_in_the_class_sizes():
+    X = np.repeat([[0.0, 0.0], [1.0, 1.0], [5.0, 5.0]], [100, 1, 99], axis=0)
+    y = np.repeat([0, 1], 100)  # class 0: one distinct point; class 1: two
+    with pytest.raises(ValueError, match=r"smallest class has 1 distinct points \(equal rows "
+                                         r"count once: the data hold 3 distinct points in "
+                                         r"200 rows\)"):
+        run_experiment((X, y), strategies=["rand"], iterations=1, trials=1, progress=False)
+
+
 def test_summarize_names_what_it_misses():
     frame = pd.DataFrame({"strategy": ["a"], "trial": [0], "iteration": [0], "n_labeled": [5],
                           "accuracy": [0.5]})  # fmt: skip
