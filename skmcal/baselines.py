@@ -128,6 +128,7 @@ from sklearn.utils import check_random_state
 
 from . import selection
 from ._threads import small_algebra
+from ._warnings import warn_user
 from .classifier import SpectralGraphClassifier, unlabeled_mask
 from .selection import BATCH_MODES
 
@@ -624,9 +625,35 @@ def _interpolation_model(clf, learner, labels, h, kernel, norm, who):
             f"the classifier has {clf.classes_.size} classes {clf.classes_.tolist()}."
         )
     codes = _labeled_codes(clf, learner, labels, who)
+    _warn_if_the_kernel_vanishes(clf.node_set_.data, clf.labeled_nodes_, h, kernel, who)
     return _InterpolationModel(
         clf.node_set_.data, clf.labeled_nodes_, 2.0 * codes - 1.0, h, kernel, norm
     )
+
+
+#: Nodes (evenly spaced) against which :func:`_warn_if_the_kernel_vanishes` looks, and
+#: the kernel value below which it calls the labeled nodes' reach negligible.
+KERNEL_CHECK_NODES = 1000
+KERNEL_NEGLIGIBLE = 1e-8
+
+
+def _warn_if_the_kernel_vanishes(data, labeled, h, kernel, who):
+    """Warn where ``h`` is so small for the data that the kernel between every labeled
+    node and every other (of :data:`KERNEL_CHECK_NODES` evenly spaced) is below
+    :data:`KERNEL_NEGLIGIBLE`: the interpolant is then about zero off the labels, and
+    the candidates' scores tie to round-off."""
+    others = np.setdiff1d(
+        np.linspace(0, data.shape[0] - 1, min(KERNEL_CHECK_NODES, data.shape[0])).astype(int),
+        labeled,
+    )
+    if others.size and _kernel(data[labeled], data[others], h, kernel).max() < KERNEL_NEGLIGIBLE:
+        warn_user(
+            f"{who}: with h={h} the {kernel} kernel between the labeled nodes and the "
+            f"others is below {KERNEL_NEGLIGIBLE:g} (the data's distances are far larger "
+            f"than h), so the candidates' scores tie; scale the data (the paper's h=0.1 "
+            f"is for data in the unit square) or pass a larger h.",
+            UserWarning,
+        )
 
 
 def db_rkhs(

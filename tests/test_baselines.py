@@ -477,3 +477,19 @@ def test_modal_rows_taught_again_count_once():
     np.testing.assert_array_equal(
         harmonic_transduction(learner), harmonic_transduction(clf, expected)
     )
+
+
+def test_a_bandwidth_far_below_the_data_scale_warns():
+    """h=0.1 (the paper's, for data in the unit square) on data a thousand times larger:
+    the labeled nodes reach no other node, and every score ties; said, not silent."""
+    _, pool, X, y_true, labeled = _pool()
+    for scale, warns in ((1.0, False), (1000.0, True)):
+        nodes = NodeSet(X * scale)
+        clf = SpectralGraphClassifier("gr", nodes=nodes, n_eigs=8).fit(
+            X[labeled] * scale, y_true[labeled]
+        )
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            db_rkhs(clf, nodes, 2, labels=y_true[labeled])
+        said = [w for w in record if "laplace kernel between the labeled" in str(w.message)]
+        assert bool(said) == warns
