@@ -144,6 +144,22 @@ def plot_accuracy(
     return _finish(fig, path, dpi)
 
 
+def _node_indices(values, what) -> np.ndarray:
+    """``values`` as node indices: integers (not a boolean mask, not fractions)."""
+    values = np.asarray(values).reshape(-1)
+    if values.size and (
+        values.dtype.kind == "b"
+        or values.dtype.kind not in "iuf"
+        or (values.dtype.kind == "f" and not np.all(np.isfinite(values) & (values % 1 == 0)))
+    ):
+        raise ValueError(
+            f"plot_choices: {what} must hold node indices (integers); got dtype "
+            f"{values.dtype} ({values[:3].tolist()}...): a boolean mask gives its nodes by "
+            f"np.flatnonzero(mask)."
+        )
+    return values.astype(np.intp)
+
+
 def _choices_by_strategy(choices, trial):
     """``{strategy: (initial nodes, queried nodes, query order)}``."""
     if isinstance(choices, pd.DataFrame):
@@ -157,16 +173,16 @@ def _choices_by_strategy(choices, trial):
         out = {}
         for strategy in pd.unique(part["strategy"]):
             rows = part[part["strategy"] == strategy]
-            initial = rows.loc[rows["iteration"] == 0, "node"].to_numpy(dtype=np.intp)
+            initial = _node_indices(rows.loc[rows["iteration"] == 0, "node"], "choices.node")
             later = rows[rows["iteration"] > 0]
-            queried = later["node"].to_numpy(dtype=np.intp)
+            queried = _node_indices(later["node"], "choices.node")
             order = later["iteration"].to_numpy(dtype=float)
             out[str(strategy)] = (initial, queried, order)
         return out
     if isinstance(choices, Mapping):
         out = {}
         for key, value in choices.items():
-            queried = np.asarray(value, dtype=np.intp).reshape(-1)
+            queried = _node_indices(value, f"choices[{key!r}]")
             out[str(key)] = (np.empty(0, dtype=np.intp), queried, np.arange(1.0, queried.size + 1))
         return out
     raise TypeError(
@@ -298,6 +314,8 @@ def plot_choices(
         ``path``, or the figure when ``path`` is None.
     """
     y = np.asarray(y).reshape(-1)
+    if not sp.issparse(X):
+        X = np.asarray(X)  # lists and DataFrames as documented (array-like)
     if getattr(X, "ndim", 2) != 2 or len(X.shape) != 2:
         raise ValueError(f"plot_choices: X must be 2-D (n_samples, n_features); got {X.shape}.")
     if y.shape[0] != X.shape[0]:

@@ -82,6 +82,11 @@ def test_choices_in_two_dimensions_show_order_and_legend(moons):
     assert labels == ["class 0", "class 1", "initial label", "queried (colour: order)"]
     assert any(ax.get_ylabel() == "iteration of the query" for ax in fig.axes)
     assert fig.get_suptitle() == "moons: points chosen, trial 0"
+    as_list = plot_choices(X.tolist(), y_true, choices_frame(), title="moons")  # array-like X
+    assert_allclose(as_list.axes[0].collections[0].get_offsets(), X)
+    for bad in (np.arange(X.shape[0]) < 3, [1.5, 2.7]):  # a mask, fractions: no node indices
+        with pytest.raises(ValueError, match=r"choices\['mc'\] must hold node indices"):
+            plot_choices(X, y_true, {"mc": bad})
 
 
 def test_choices_of_high_dimensional_data_use_spectral_coordinates(digits):
