@@ -1811,10 +1811,15 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         if kept and n_labeled < AUTO_REUSE_GROWTH * last[0]:
             graph, (tau_s, tau_f, eps, g) = kept[0], last[1]
         else:
-            unit = loss.encode(codes, n_classes)  # choices on targets of one (_encode)
+            scored, scored_codes, scored_weights = labeled_nodes, codes, weights
+            if labeled_nodes.size > SUM_SEARCH_MAX_LABELS:  # one subset for every graph
+                keep = _search_subset(labeled_nodes, codes, SUM_SEARCH_MAX_LABELS)
+                scored, scored_codes = labeled_nodes[keep], codes[keep]
+                scored_weights = None if weights is None else weights[keep]
+            unit = loss.encode(scored_codes, n_classes)  # choices on targets of one (_encode)
             searches = [
                 self._sum_search(
-                    graph, labeled_nodes, codes, unit, last, len(candidates) > 1, weights
+                    graph, scored, scored_codes, unit, last, len(candidates) > 1, scored_weights
                 )
                 for graph in candidates
             ]
@@ -1870,13 +1875,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         the labels' (None: one each); the search runs on the blocks and targets scaled
         by their square roots (``sqrt(w_i w_j) K_ij``, ``sqrt(w_i) y_i``: unit noise
         there is noise ``gamma^2 / w_i`` here, the criterion shifted by a constant), and
-        the leave-one-out means, scaled alike, predict the same classes. More labels
-        than :data:`SUM_SEARCH_MAX_LABELS`: the search scores those of
-        ``_search_subset()`` (``correct`` is theirs)."""
-        if labeled_nodes.size > SUM_SEARCH_MAX_LABELS:
-            keep = _search_subset(labeled_nodes, codes, SUM_SEARCH_MAX_LABELS)
-            labeled_nodes, codes, targets = labeled_nodes[keep], codes[keep], targets[keep]
-            weights = None if weights is None else weights[keep]
+        the leave-one-out means, scaled alike, predict the same classes. ``_fit_sum``
+        passes, beyond :data:`SUM_SEARCH_MAX_LABELS` labels, those of
+        ``_search_subset()``."""
         solver = _graph_solver(graph)
         taus_s, taus_f, gammas = self._sum_grids(graph)
         if not solver.greens_fit(len(taus_f), np.unique(labeled_nodes).size):

@@ -81,7 +81,7 @@ import scipy.sparse as sp
 from . import __version__, _threads
 from ._warnings import warn_user
 from .baselines import BASELINES, db_rkhs, sopt_hf, vopt_hf
-from .classifier import MODELS, SpectralGraphClassifier, _check_model_loss
+from .classifier import MODELS, SpectralGraphClassifier, _check_model_loss, unlabeled_mask
 from .coldstart import cold_start as graph_cold_start
 from .datasets import DATASETS, load_dataset
 from .graph import GRAPH_CACHE, NodeSet
@@ -469,13 +469,7 @@ def _check_pair(X, y):
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels.")
     # every row's true class: the experiment labels rows as its strategies ask
-    missing = (
-        np.isnan(y)
-        if y.dtype.kind == "f"
-        else np.array([v is None or (isinstance(v, float) and v != v) for v in y], dtype=bool)
-        if y.dtype.kind == "O"
-        else np.zeros(y.shape[0], dtype=bool)
-    )
+    missing = unlabeled_mask(y, np.nan) | unlabeled_mask(y, None)
     if missing.any():
         raise ValueError(
             f"y holds {int(missing.sum())} missing value(s) (NaN or None; first: row "

@@ -45,7 +45,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import query
 from ._warnings import warn_user
 from .classifier import SpectralGraphClassifier
-from .selection import pool_nodes
+from .selection import candidate_rows, pool_nodes
 
 try:
     from skactiveml.base import SingleAnnotatorPoolQueryStrategy
@@ -295,8 +295,9 @@ class GraphQueryStrategy(SingleAnnotatorPoolQueryStrategy):
             return _output(chosen, utilities, n_out, batch_size, return_utilities)
 
         pool = X if mapping is not None else X_cand
-        # the strategies offer one row per point, none equal to a labeled one
-        rows = _distinct_unlabeled(estimator, pool, rows)
+        # the strategies' own candidates: one row per point, none equal to a labeled one
+        labeled = estimator.node_set_.first_equal[estimator.labeled_nodes_]
+        rows = candidate_rows(pool_nodes(estimator, pool), labeled, rows, 0, rng)
         batch_size = _fit_batch(
             batch_size, rows.size,
             " once equal rows count once (and rows equal to a labeled one not at all)",
@@ -329,16 +330,6 @@ def _fit_batch(batch_size, n_rows, counted=""):
         UserWarning,
     )
     return n_rows
-
-
-def _distinct_unlabeled(estimator, pool, rows):
-    """The ``rows`` of ``pool`` that a strategy may return: the first row of each point
-    (equal rows are one point), none equal to a labeled node, in their order."""
-    points = pool_nodes(estimator, pool)[rows]  # the first equal node of each row
-    labeled = estimator.node_set_.first_equal[estimator.labeled_nodes_]
-    keep = np.flatnonzero(~np.isin(points, labeled))
-    _, first = np.unique(points[keep], return_index=True)
-    return rows[keep[np.sort(first)]]
 
 
 def _output(chosen, utilities, n_out, batch_size, return_utilities):
