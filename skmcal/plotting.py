@@ -101,7 +101,8 @@ def plot_accuracy(
     """Accuracy against the number of labels: mean +- std over trials per strategy.
 
     The std is the population std over trials (0 for a single trial). The
-    title says over how many trials.
+    title says over how many trials. A NaN accuracy (an iteration that left
+    no unlabeled point to score) is left out of the mean and the std.
 
     Parameters
     ----------
@@ -120,10 +121,27 @@ def plot_accuracy(
     -------
     Path or matplotlib.figure.Figure
         ``path``, or the figure when ``path`` is None.
+
+    Raises
+    ------
+    ValueError
+        If ``results`` is empty, or if every accuracy is NaN (the figure
+        would have no curve).
     """
     _check_columns(results, ["trial", "n_labeled", "strategy", "accuracy"], "plot_accuracy")
     if results.empty:
         raise ValueError("plot_accuracy: results is empty.")
+    accuracy = results["accuracy"]
+    if not pd.api.types.is_numeric_dtype(accuracy):
+        raise TypeError(
+            f"plot_accuracy: the accuracy column must hold numbers; got dtype {accuracy.dtype} "
+            f"({accuracy.head(3).tolist()}...)."
+        )
+    if accuracy.isna().all():
+        raise ValueError(
+            f"plot_accuracy: all {accuracy.size} accuracies are NaN, so there is no curve to "
+            "draw (an accuracy is NaN when no unlabeled point is left to score)."
+        )
     fig, axes = _figure()
     ax = axes[0, 0]
     for number, strategy in enumerate(pd.unique(results["strategy"])):
@@ -144,18 +162,32 @@ def plot_accuracy(
     return _finish(fig, path, dpi)
 
 
+def _integers(values) -> bool:
+    """Whether ``values`` are whole numbers (integer dtype, or floats without fractions)."""
+    return values.dtype.kind in "iu" or (
+        values.dtype.kind == "f" and bool(np.all(np.isfinite(values) & (values % 1 == 0)))
+    )
+
+
 def _node_indices(values, what) -> np.ndarray:
     """``values`` as node indices: integers (not a boolean mask, not fractions)."""
     values = np.asarray(values).reshape(-1)
-    if values.size and (
-        values.dtype.kind == "b"
-        or values.dtype.kind not in "iuf"
-        or (values.dtype.kind == "f" and not np.all(np.isfinite(values) & (values % 1 == 0)))
-    ):
+    if values.size and not _integers(values):
         raise ValueError(
             f"plot_choices: {what} must hold node indices (integers); got dtype "
             f"{values.dtype} ({values[:3].tolist()}...): a boolean mask gives its nodes by "
             f"np.flatnonzero(mask)."
+        )
+    return values.astype(np.intp)
+
+
+def _iterations(values) -> np.ndarray:
+    """The ``iteration`` column as whole numbers >= 0 (0: the initial labels)."""
+    values = np.asarray(values).reshape(-1)
+    if values.size and (not _integers(values) or values.min() < 0):
+        raise ValueError(
+            "plot_choices: choices.iteration must hold iteration numbers (integers >= 0, 0 "
+            f"for the initial labels); got dtype {values.dtype} ({values[:3].tolist()}...)."
         )
     return values.astype(np.intp)
 
@@ -173,10 +205,10 @@ def _choices_by_strategy(choices, trial):
         out = {}
         for strategy in pd.unique(part["strategy"]):
             rows = part[part["strategy"] == strategy]
-            initial = _node_indices(rows.loc[rows["iteration"] == 0, "node"], "choices.node")
-            later = rows[rows["iteration"] > 0]
-            queried = _node_indices(later["node"], "choices.node")
-            order = later["iteration"].to_numpy(dtype=float)
+            iteration = _iterations(rows["iteration"])
+            nodes = _node_indices(rows["node"], "choices.node")
+            initial, queried = nodes[iteration == 0], nodes[iteration > 0]
+            order = iteration[iteration > 0].astype(float)
             out[str(strategy)] = (initial, queried, order)
         return out
     if isinstance(choices, Mapping):
@@ -211,9 +243,31 @@ def spectral_coordinates(X, *, n_neighbors: int = 10) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n_nodes, 2)
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If ``X`` is an estimator that is not fitted.
+    TypeError
+        If ``X`` is a string or another estimator without a graph.
     """
+    from sklearn.base import BaseEstimator
+    from sklearn.utils.validation import check_is_fitted
+
     from .graph import GRAPH_CACHE, GraphParams, SpectralGraph, node_set
 
+    if isinstance(X, BaseEstimator):
+        check_is_fitted(X)
+        if not isinstance(getattr(X, "graph_", None), SpectralGraph):
+            raise TypeError(
+                f"spectral_coordinates takes node data, a SpectralGraph or a fitted "
+                f"SpectralGraphClassifier; {type(X).__name__} has no graph_."
+            )
+    if isinstance(X, str | bytes):
+        raise TypeError(
+            f"spectral_coordinates takes node data, a SpectralGraph or a fitted "
+            f"SpectralGraphClassifier; got the string {X!r}."
+        )
     graph = getattr(X, "graph_", X)
     if not isinstance(graph, SpectralGraph):
         nodes = node_set(X)
@@ -229,27 +283,70 @@ def spectral_coordinates(X, *, n_neighbors: int = 10) -> np.ndarray:
     return np.array(graph.eigenvectors[:, 1:3])
 
 
+def _given(embedding) -> bool:
+    """Whether ``embedding`` is given coordinates (not None, a graph or a classifier)."""
+    from .graph import SpectralGraph
+
+    return not (
+        embedding is None or isinstance(embedding, SpectralGraph) or hasattr(embedding, "fit")
+    )
+
+
 def _coordinates(X, embedding, what):
     """2-D positions of the nodes: ``embedding``, else ``X`` if 2-D, else spectral."""
     if embedding is None and X.shape[1] == 2:
         coords = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
     elif embedding is None:
         coords = spectral_coordinates(X)
-    elif isinstance(embedding, np.ndarray | list | tuple):
-        coords = np.asarray(embedding, dtype=float)
-    else:
+    elif not _given(embedding):
         coords = spectral_coordinates(embedding)
+    else:
+        accepted = (
+            f"None, an array-like of shape ({X.shape[0]}, 2), a SpectralGraph or a fitted "
+            "SpectralGraphClassifier"
+        )
+        if isinstance(embedding, str | bytes):
+            raise TypeError(f"{what}: embedding must be {accepted}; got the string {embedding!r}.")
+        try:
+            coords = np.asarray(embedding, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"{what}: embedding must be {accepted}; got {type(embedding).__name__}, which "
+                f"does not convert to an array of numbers ({exc})."
+            ) from exc
     if coords.ndim != 2 or coords.shape[1] != 2 or coords.shape[0] != X.shape[0]:
         raise ValueError(
             f"{what} draws a 2-D embedding of the {X.shape[0]} points; the embedding has "
             f"shape {coords.shape} (expected ({X.shape[0]}, 2))."
+        )
+    bad = ~np.isfinite(coords).all(axis=1)
+    if bad.any():
+        raise ValueError(
+            f"{what}: {int(bad.sum())} of the {X.shape[0]} points have NaN or infinite "
+            f"coordinates (the first is point {int(np.flatnonzero(bad)[0])}); every point "
+            "needs finite coordinates to be drawn."
         )
     return coords
 
 
 def _class_colors(y):
     """Class codes, colormap and vmax: red and blue for two classes, tab10/tab20 else."""
-    classes, codes = np.unique(y, return_inverse=True)
+    if y.dtype == object:
+        missing = np.flatnonzero([label is None for label in y])
+        if missing.size:
+            raise ValueError(
+                f"plot_choices: y holds None for {missing.size} of the {y.size} points (the "
+                f"first is point {int(missing[0])}); y gives every point's true label, which "
+                "colours it."
+            )
+    try:
+        classes, codes = np.unique(y, return_inverse=True)
+    except TypeError as exc:
+        kinds = sorted({type(label).__name__ for label in y})
+        raise TypeError(
+            f"plot_choices: y must hold labels of one kind (numbers or strings) that can be "
+            f"sorted; got a mix of {kinds}."
+        ) from exc
     if classes.size == 2:
         from matplotlib.colors import ListedColormap
 
@@ -298,7 +395,8 @@ def plot_choices(
         Where to draw the points. None: ``X`` itself when it has two
         columns, else its spectral coordinates (a kNN graph is built). A
         graph or a classifier: the spectral coordinates of that graph (no
-        graph is built).
+        graph is built). Every point needs finite coordinates: a NaN or
+        infinite one is refused (the point would silently not be drawn).
     trial : int, default=0
         The trial drawn, when ``choices`` is a DataFrame.
     n_cols : int, default=3
@@ -312,6 +410,17 @@ def plot_choices(
     -------
     Path or matplotlib.figure.Figure
         ``path``, or the figure when ``path`` is None.
+
+    Raises
+    ------
+    ValueError
+        If the points' coordinates (``embedding``, or ``X`` when it has two
+        columns) hold NaN or infinite values, if ``y`` holds None, or if
+        ``choices`` holds anything other than whole node indices and
+        iteration numbers.
+    TypeError
+        If ``embedding`` is not one of the accepted kinds, or if ``y`` mixes
+        labels that cannot be sorted (such as numbers and strings).
     """
     y = np.asarray(y).reshape(-1)
     if not sp.issparse(X):
@@ -388,7 +497,7 @@ def plot_choices(
         bar = fig.colorbar(picks, ax=axes.ravel().tolist(), shrink=0.8, pad=0.02)
         by_iteration = isinstance(choices, pd.DataFrame)
         bar.set_label("iteration of the query" if by_iteration else "order of the pick")
-    given = isinstance(embedding, np.ndarray | list | tuple)
+    given = _given(embedding)
     spectral = not given and (embedding is not None or X.shape[1] != 2)
     text = "points chosen" + (f", trial {trial}" if isinstance(choices, pd.DataFrame) else "")
     text += " (spectral coordinates)" if spectral else ""

@@ -208,3 +208,71 @@ def test_command_line_titles_name_the_data_file(tmp_path, monkeypatch, digits):
     assert status == 0
     assert titles["accuracy.png"] == "my-digits.npz: accuracy\nmean \u00b1 std over 2 trials"
     assert titles["choices.png"] == ("my-digits.npz: points chosen, trial 0 (spectral coordinates)")
+
+
+def test_accuracy_with_no_number_to_draw_is_refused():
+    results = results_frame(2)
+    with pytest.raises(ValueError, match=r"all 12 accuracies are NaN"):
+        plot_accuracy(results.assign(accuracy=np.nan))
+    with pytest.raises(TypeError, match=r"accuracy column must hold numbers; got dtype"):
+        plot_accuracy(results.assign(accuracy="x"))
+    # Some NaN (no unlabeled point left to score) are left out of the curve.
+    partly = results.copy()
+    partly.loc[partly["n_labeled"] == 12, "accuracy"] = np.nan
+    line = plot_accuracy(partly).axes[0].lines[0]
+    assert_allclose(line.get_xdata(), [2, 7, 12])
+    assert_allclose(line.get_ydata()[:2], [0.53, 0.58])
+    assert np.isnan(line.get_ydata()[2])
+
+
+@pytest.mark.parametrize(
+    ("embedding", "error", "match"),
+    [
+        (
+            "spectral",
+            TypeError,
+            r"embedding must be None, an array-like .* got the string 'spectral'",
+        ),
+        ({"x": 1}, TypeError, r"got dict, which does not convert to an array of numbers"),
+        (np.full((150, 2), np.nan), ValueError, r"150 of the 150 points have NaN or infinite"),
+        (np.r_[np.ones((3, 2)), np.full((147, 2), np.inf)], ValueError, r"147 of .* point 3\)"),
+    ],
+)
+def test_choices_embedding_that_cannot_be_drawn_is_refused(moons, embedding, error, match):
+    X, y_true, _ = moons
+    with pytest.raises(error, match=match):
+        plot_choices(X, y_true, {"picks": [9]}, embedding=embedding)
+
+
+def test_choices_embedding_of_an_unfitted_classifier_says_so(moons):
+    from sklearn.exceptions import NotFittedError
+
+    X, y_true, _ = moons
+    with pytest.raises(NotFittedError, match="SpectralGraphClassifier instance is not fitted"):
+        plot_choices(X, y_true, {"picks": [9]}, embedding=SpectralGraphClassifier())
+    with pytest.raises(TypeError, match=r"got the string 'spectral'"):
+        spectral_coordinates("spectral")
+
+
+def test_choices_with_unusable_labels_or_iterations_are_refused(moons):
+    X, y_true, _ = moons
+    y = y_true.astype(object)
+    y[[4, 8]] = None
+    with pytest.raises(
+        ValueError, match=r"y holds None for 2 of the 150 points \(the first is point 4\)"
+    ):
+        plot_choices(X, y, {"picks": [9]})
+    y[[4, 8]] = "a"
+    with pytest.raises(TypeError, match=r"labels of one kind .* a mix of \['int', 'str'\]"):
+        plot_choices(X, y, {"picks": [9]})
+    choices = choices_frame()
+    for bad in (
+        choices["iteration"].astype(str),
+        choices["iteration"] - 1,
+        choices["iteration"] + 0.5,
+    ):
+        with pytest.raises(ValueError, match=r"choices.iteration must hold iteration numbers"):
+            plot_choices(X, y_true, choices.assign(iteration=bad))
+    # Whole floats (as read from a CSV file with a gap) are iteration numbers.
+    fig = plot_choices(X, y_true, choices.assign(iteration=choices["iteration"].astype(float)))
+    assert_array_equal(fig.axes[0].collections[1].get_array(), [1, 1, 2, 2, 3, 3])
