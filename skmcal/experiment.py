@@ -86,7 +86,7 @@ from .coldstart import cold_start as graph_cold_start
 from .datasets import DATASETS, load_dataset
 from .graph import GRAPH_CACHE, NodeSet
 from .losses import LOSSES
-from .plotting import _check_columns
+from .plotting import _check_columns, _check_filled
 from .query import model_change, random_sampling, sopt, uncertainty, vopt
 from .selection import check_candidates
 from .stopping import make_rule
@@ -331,9 +331,20 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
         over trials when stopping rules ended them apart), ``accuracy_mean``,
         ``accuracy_std`` (population std over trials, 0 for one trial),
         ``time_mean`` (seconds per iteration, iterations >= 1) and ``trials``.
+
+    Raises
+    ------
+    TypeError
+        If ``results`` is not a DataFrame (such as a list of rows, or the
+        path of a CSV file: read it with :func:`pandas.read_csv`).
+    ValueError
+        If a column is missing, or if ``strategy``, ``trial``, ``iteration``
+        or ``n_labeled`` has missing values (NaN or None). NaN accuracies
+        and times are allowed.
     """
     _check_columns(results, ["strategy", "trial", "iteration", "n_labeled", "accuracy", "time"],
                    "summarize")  # fmt: skip
+    _check_filled(results, ["strategy", "trial", "iteration", "n_labeled"], "summarize")
     rows = []
     for strategy in pd.unique(results["strategy"]):
         part = results[results["strategy"] == strategy]

@@ -91,6 +91,18 @@ def _check_columns(frame: pd.DataFrame, columns, what: str) -> None:
         )
 
 
+def _check_filled(frame: pd.DataFrame, columns, what: str) -> None:
+    """Refuse missing values (NaN, None) in ``columns``: their rows would be dropped."""
+    for column in columns:
+        missing = frame[column].isna().to_numpy()
+        if missing.any():
+            raise ValueError(
+                f"{what}: the {column} column is missing (NaN or None) in {int(missing.sum())} "
+                f"of the {missing.size} rows (the first is row {int(np.flatnonzero(missing)[0])}); "
+                f"every row needs its {column}."
+            )
+
+
 def plot_accuracy(
     results: pd.DataFrame,
     path: PathLike | None = None,
@@ -125,12 +137,14 @@ def plot_accuracy(
     Raises
     ------
     ValueError
-        If ``results`` is empty, or if every accuracy is NaN (the figure
-        would have no curve).
+        If ``results`` is empty, if its ``trial``, ``n_labeled`` or
+        ``strategy`` column has missing values, or if every accuracy is NaN
+        (the figure would have no curve).
     """
     _check_columns(results, ["trial", "n_labeled", "strategy", "accuracy"], "plot_accuracy")
     if results.empty:
         raise ValueError("plot_accuracy: results is empty.")
+    _check_filled(results, ["trial", "n_labeled", "strategy"], "plot_accuracy")
     accuracy = results["accuracy"]
     if not pd.api.types.is_numeric_dtype(accuracy):
         raise TypeError(

@@ -241,6 +241,21 @@ def test_summarize_names_what_it_misses():
         summarize(frame)
     with pytest.raises(TypeError, match="summarize takes a pandas DataFrame .* got list"):
         summarize([frame])
+    with pytest.raises(TypeError, match="summarize takes a pandas DataFrame .* got str"):
+        summarize("results.csv")
+
+
+@pytest.mark.parametrize("column", ["strategy", "trial", "iteration", "n_labeled"])
+def test_summarize_names_missing_keys(column):
+    frame = pd.DataFrame({"strategy": ["a", "a", "b"], "trial": [0, 0, 0], "iteration": [0, 1, 0],
+                          "n_labeled": [5, 6, 5], "accuracy": [0.5, 0.6, 0.7],
+                          "time": [np.nan, 0.1, np.nan]})  # fmt: skip
+    assert summarize(frame)["accuracy_mean"].tolist() == [0.6, 0.7]
+    frame[column] = frame[column].astype(object)
+    frame.loc[1, column] = np.nan
+    with pytest.raises(ValueError, match=rf"summarize: the {column} column is missing \(NaN or "
+                                         r"None\) in 1 of the 3 rows \(the first is row 1\)"):
+        summarize(frame)
 
 
 def test_progress_bar_shows_accuracy(capsys):

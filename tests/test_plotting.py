@@ -216,6 +216,9 @@ def test_accuracy_with_no_number_to_draw_is_refused():
         plot_accuracy(results.assign(accuracy=np.nan))
     with pytest.raises(TypeError, match=r"accuracy column must hold numbers; got dtype"):
         plot_accuracy(results.assign(accuracy="x"))
+    missing = results.assign(strategy=results["strategy"].where(results.index != 4))
+    with pytest.raises(ValueError, match=r"the strategy column is missing .* in 1 of the 12 rows"):
+        plot_accuracy(missing)
     # Some NaN (no unlabeled point left to score) are left out of the curve.
     partly = results.copy()
     partly.loc[partly["n_labeled"] == 12, "accuracy"] = np.nan
