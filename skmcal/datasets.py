@@ -353,6 +353,27 @@ def _read_into(f: BinaryIO, out: np.ndarray, path: Path) -> None:
         filled += n_read
 
 
+def _check_declared(path: Path, shape: tuple[int, ...], needed: int, available: int) -> None:
+    """Refuse a header that declares more data (``needed`` bytes) than the file holds."""
+    if needed > available:
+        raise ValueError(
+            f"{path}: truncated IDX data (a damaged or incomplete file); its header declares "
+            f"the shape {shape}, {needed} bytes for the rows read, but only {available} bytes "
+            "of data follow the header."
+        )
+
+
+def _count_bytes(f: BinaryIO, limit: int, chunk: int = 1 << 24) -> int:
+    """Bytes left in ``f`` (read and dropped), counting no further than ``limit``."""
+    count = 0
+    while count < limit:
+        n_read = len(f.read(min(chunk, limit - count)))
+        if not n_read:
+            break
+        count += n_read
+    return count
+
+
 def read_idx(path: PathLike, n_samples: int | None = None) -> np.ndarray:
     """Read an IDX file (the MNIST format) into an array.
 
@@ -379,13 +400,25 @@ def read_idx(path: PathLike, n_samples: int | None = None) -> np.ndarray:
         If ``path`` is not a file.
     ValueError
         If the header is not valid IDX, or the data is shorter than the header
-        announces, or (when reading every row) longer.
+        announces, or (when reading every row) longer. A plain file's size is
+        checked against its header before the array is allocated, so a damaged
+        header that declares exabytes is reported, not a MemoryError; a gzip
+        file's data is counted when the declared array cannot be allocated.
     """
     path = Path(path)
     with _open_binary(path) as f, _damaged_gzip(path):
         dtype, shape = _read_header(f, path)
         n_rows = _check_n_samples(n_samples, shape[0], str(path))
-        out = np.empty((n_rows,) + shape[1:], dtype=dtype)
+        needed = n_rows * prod(shape[1:]) * dtype.itemsize
+        if not isinstance(f, gzip.GzipFile):
+            # A damaged header can declare exabytes: check before allocating them.
+            _check_declared(path, shape, needed, os.fstat(f.fileno()).st_size - f.tell())
+        try:
+            out = np.empty((n_rows,) + shape[1:], dtype=dtype)
+        except (MemoryError, ValueError):
+            # gzip: the data's length is known only by decompressing it.
+            _check_declared(path, shape, needed, _count_bytes(f, needed))
+            raise
         _read_into(f, out, path)
         if n_rows == shape[0] and f.read(1):
             raise ValueError(

@@ -233,6 +233,24 @@ def test_read_idx_rejects_truncated_and_overlong_files(tmp_path):
         read_idx_header(path)
 
 
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+def test_read_idx_refuses_a_header_larger_than_the_file(tmp_path, compressed):
+    # A damaged header declaring 2**60 bytes (1 EiB): a clear error, not a MemoryError.
+    data = bytes([0, 0, 0x08, 3]) + struct.pack(">3I", 2**20, 2**20, 2**20) + bytes(10)
+    path = tmp_path / "x.idx"
+    path.write_bytes(gzip.compress(data) if compressed else data)
+    message = (
+        rf"x.idx: truncated IDX data .* declares the shape \(1048576, 1048576, 1048576\), "
+        rf"{2**60} bytes for the rows read, but only 10 bytes of data follow the header"
+    )
+    with pytest.raises(ValueError, match=message):
+        read_idx(path)
+    with pytest.raises(
+        ValueError, match=rf"truncated IDX data.* {2**41} bytes for the rows.* 10\b"
+    ):
+        read_idx(path, n_samples=2)
+
+
 def test_load_idx_checks_the_pair(tmp_path):
     images, labels, x_path, y_path = _image_pair(tmp_path, 6, compressed=False)
     short = _write_idx(tmp_path / "short", labels[:5])
