@@ -46,6 +46,8 @@ from scipy.io import loadmat
 from scipy.io.matlab import MatReadError
 from sklearn.datasets import make_blobs, make_moons
 
+from ._warnings import warn_user
+
 __all__ = [
     "DATASETS",
     "Dataset",
@@ -770,6 +772,19 @@ def _as_labels(values: np.ndarray, what: str) -> np.ndarray:
     return values.astype(np.int64)
 
 
+def _largest_abundance(abundances: np.ndarray, class_axis: int) -> np.ndarray:
+    """Each pixel's class of largest abundance; a NaN abundance is refused (argmax
+    would take the NaN's class)."""
+    missing = np.isnan(abundances).any(axis=class_axis) if abundances.dtype.kind == "f" else None
+    if missing is not None and missing.any():
+        raise ValueError(
+            f"The abundances are NaN for {int(missing.sum())} of the {missing.size} pixels, "
+            "whose class (the largest abundance) is then unknown; every pixel needs finite "
+            "abundances."
+        )
+    return abundances.argmax(axis=class_axis).reshape(-1)
+
+
 def _pixels_and_labels(data: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rows = pixels, and one class per pixel, from the shapes of both arrays."""
     data = np.asarray(data)
@@ -782,7 +797,7 @@ def _pixels_and_labels(data: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray
         if labels.shape == (height, width):
             return X, _as_labels(labels, "ground-truth map")
         if labels.ndim == 3 and labels.shape[:2] == (height, width):
-            return X, labels.argmax(axis=2).reshape(-1)
+            return X, _largest_abundance(labels, 2)
     elif data.ndim == 2:
         if labels.ndim == 1:
             n_pixels = labels.shape[0]
@@ -811,7 +826,7 @@ def _pixels_and_labels(data: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray
     if labels.ndim == 2 and labels.shape[0] != labels.shape[1] and n_pixels in labels.shape:
         # Abundances: each pixel takes the class of its largest abundance.
         class_axis = 0 if labels.shape[1] == n_pixels else 1
-        return X, labels.argmax(axis=class_axis)
+        return X, _largest_abundance(labels, class_axis)
     raise ValueError(
         "The labels must be a vector of one class per pixel, a height x width "
         "ground-truth map, or abundances (classes x pixels, pixels x classes or "
@@ -877,7 +892,16 @@ def load_hsi(
         file; the message lists those it holds.
     ValueError
         If the shapes of data and labels do not fit together, a variable
-        cannot be chosen, or the labels are not integers.
+        cannot be chosen, the labels are not integers, or abundances are NaN
+        (the pixel's class would be unknown).
+
+    Warns
+    -----
+    UserWarning
+        If the data hold NaN (after the background is dropped). They are
+        returned as they are, to be dropped or imputed: a graph cannot be
+        built on them, and :class:`~skmcal.SpectralGraphClassifier` refuses
+        them.
 
     Notes
     -----
@@ -935,7 +959,16 @@ def load_hsi(
     if background is not None:
         keep = y != background
         X, y = X[keep], y[keep]
-    return np.ascontiguousarray(X, dtype=np.float64), y.astype(np.int64)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    missing = np.isnan(X)
+    if missing.any():
+        warn_user(
+            f"The data of {data_file.name} hold NaN in {int(missing.any(axis=1).sum())} of the "
+            f"{X.shape[0]} pixels ({int(missing.any(axis=0).sum())} of the {X.shape[1]} bands); "
+            "SpectralGraphClassifier refuses NaN: drop those pixels or bands, or impute them, "
+            "before fitting."
+        )
+    return X, y.astype(np.int64)
 
 
 # --------------------------------------------------------------------------

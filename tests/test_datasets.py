@@ -8,6 +8,7 @@ everything else runs on tiny files written to tmp_path.
 
 import gzip
 import struct
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -476,6 +477,36 @@ def test_hsi_abundances_in_every_layout(tmp_path):
         X, y = load_hsi(tmp_path / f"{name}.mat", data_key="data", labels_key="A")
         np.testing.assert_array_equal(X, pixels, err_msg=name)
         np.testing.assert_array_equal(y, expected, err_msg=name)
+
+
+@pytest.mark.parametrize("cube", [True, False], ids=["cube", "classes_x_pixels"])
+def test_hsi_nan_abundances_are_refused(tmp_path, cube):
+    abundances = np.random.default_rng(2).random((4, 5, 3))
+    abundances[0, 1, 2] = abundances[3, 4, :] = np.nan  # argmax would call both class 2 and 0
+    labels = abundances if cube else abundances.reshape(20, 3).T
+    savemat(tmp_path / "a.mat", {"data": np.ones((4, 5, 6)), "A": labels})
+    with pytest.raises(ValueError, match=r"abundances are NaN for 2 of the 20 pixels"):
+        load_hsi(tmp_path / "a.mat", data_key="data", labels_key="A")
+
+
+def test_hsi_nan_data_are_returned_with_a_warning(tmp_path):
+    cube = np.random.default_rng(3).random((4, 5, 3))
+    cube[0, 0, :] = np.nan  # a pixel with no data, in the background
+    cube[2, 1, 1] = np.nan  # a labeled pixel with a bad band
+    gt = np.ones((4, 5), dtype=np.uint8)
+    gt[0, 0] = 0
+    savemat(tmp_path / "cube.mat", {"cube": cube, "gt": gt})
+    with pytest.warns(UserWarning, match=r"cube.mat hold NaN in 2 of the 20 pixels \(3 of the 3 "
+                                         r"bands\); SpectralGraphClassifier refuses NaN"):
+        X, _ = load_hsi(tmp_path / "cube.mat", data_key="cube", labels_key="gt")
+    np.testing.assert_array_equal(X, cube.reshape(20, 3))  # returned as they are
+    with pytest.warns(UserWarning, match=r"NaN in 1 of the 19 pixels \(1 of the 3 bands\)"):
+        load_hsi(tmp_path / "cube.mat", data_key="cube", labels_key="gt", background=0)
+    cube[2, 1, 1] = 0.5
+    savemat(tmp_path / "cube.mat", {"cube": cube, "gt": gt})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the background held the only NaN
+        load_hsi(tmp_path / "cube.mat", data_key="cube", labels_key="gt", background=0)
 
 
 def test_hsi_labels_from_the_same_file_are_found_by_elimination(tmp_path):
