@@ -155,6 +155,14 @@ class StabilizingPredictions(StoppingRule):
         The stop set (node indices).
     kappas_ : list of float
         Kappa between the predictions of each update and the previous one.
+
+    Notes
+    -----
+    A rule follows one loop: make a new one for each. An update with a
+    learner whose node set differs from the first update's (another size or
+    other content, compared by :attr:`NodeSet.digest <skmcal.NodeSet>`)
+    raises a ValueError; a second loop over the same node set cannot be told
+    from the first, and would continue its kappas.
     """
 
     def __init__(self, threshold=0.99, window=3, stop_set=2000, random_state=None):
@@ -178,9 +186,11 @@ class StabilizingPredictions(StoppingRule):
         self.stop_nodes_: np.ndarray | None = None
         self.kappas_: list[float] = []
         self._previous = None
+        self._nodes: tuple[int, str] | None = None  # (size, content hash) of the node set
 
     def _observe(self, clf):
-        n_nodes = clf.node_set_.n_nodes
+        nodes = clf.node_set_
+        n_nodes = nodes.n_nodes
         if self.stop_nodes_ is None:
             size = (
                 min(int(self.stop_set), n_nodes)
@@ -189,10 +199,17 @@ class StabilizingPredictions(StoppingRule):
             )
             rng = check_random_state(self.random_state)
             self.stop_nodes_ = np.sort(rng.choice(n_nodes, size=size, replace=False))
-        elif self.stop_nodes_.max() >= n_nodes:
+            self._nodes = (n_nodes, nodes.digest)
+        elif (n_nodes, nodes.digest) != self._nodes:
+            n_drawn = self._nodes[0]
+            if n_nodes != n_drawn:
+                what = f"{n_nodes} nodes, {'fewer' if n_nodes < n_drawn else 'more'} than"
+            else:
+                what = f"other nodes (as many, {n_nodes}, but other data) than"
             raise ValueError(
-                f"The learner's graph has {n_nodes} nodes, fewer than when the stop set "
-                "was drawn; use one rule per node set."
+                f"The learner's graph has {what} when the stop set was drawn ({n_drawn} "
+                "nodes): a StabilizingPredictions rule follows one loop over one node set; "
+                "make a new rule for each loop."
             )
         predictions = clf.transduction_[self.stop_nodes_]
         if self._previous is not None:

@@ -90,6 +90,21 @@ def test_stop_set_sizes_and_fixed_draw():
         StabilizingPredictions(stop_set=50).update(clf).update(ScriptedClassifier(20))
 
 
+
+def test_stabilizing_predictions_refuses_a_learner_with_other_nodes():
+    rule = StabilizingPredictions(stop_set=5, random_state=0).update(ScriptedClassifier(50))
+    rule.update(ScriptedClassifier(50))  # other objects, the same nodes: the same loop
+    other = ScriptedClassifier(50)
+    other.node_set_ = NodeSet(np.arange(50, 100, dtype=float)[:, None])
+    with pytest.raises(ValueError, match=r"has other nodes \(as many, 50, but other data\) than "
+                                         r"when the stop set was drawn \(50 nodes\).*make a new "
+                                         r"rule for each loop"):
+        rule.update(other)
+    with pytest.raises(ValueError, match=r"has 80 nodes, more than when the stop set was drawn"):
+        rule.update(ScriptedClassifier(80))
+    assert rule.n_updates_ == 2 and len(rule.kappas_) == 1
+
+
 def test_label_budget_counts_distinct_labeled_nodes():
     clf = ScriptedClassifier(30)
     rule = LabelBudget(4)
