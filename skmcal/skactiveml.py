@@ -200,8 +200,11 @@ class GraphQueryStrategy(SingleAnnotatorPoolQueryStrategy):
             options["batch"] = self.batch
         return function, options
 
-    def _graph_classifier(self, clf, X, y, fit_clf):
-        """The fitted SpectralGraphClassifier behind ``clf``; None before two classes."""
+    def _check_classifier(self, clf):
+        """Refuse a classifier of another kind or with another missing-label marker.
+
+        Done before ``y`` is read: with another marker the unlabeled rows of ``y``
+        would look labeled, and the query would end early with no candidates."""
         if not isinstance(clf, (SpectralGraphClassifier, SklearnClassifier)) or (
             isinstance(clf, SklearnClassifier)
             and not isinstance(clf.estimator, SpectralGraphClassifier)
@@ -210,7 +213,11 @@ class GraphQueryStrategy(SingleAnnotatorPoolQueryStrategy):
                 "clf must be a SpectralGraphClassifier or a scikit-activeml SklearnClassifier "
                 f"wrapping one (see skactiveml_classifier); got {clf!r}."
             )
-        check_equal_missing_label(clf.missing_label, self.missing_label_)
+        check_equal_missing_label(clf.missing_label, self.missing_label)
+
+    def _graph_classifier(self, clf, X, y, fit_clf):
+        """The fitted SpectralGraphClassifier behind ``clf`` (checked by
+        :meth:`_check_classifier`); None before two classes."""
         labeled = is_labeled(y, self.missing_label_)
         if np.unique(y[labeled]).size < 2:
             return None
@@ -265,7 +272,18 @@ class GraphQueryStrategy(SingleAnnotatorPoolQueryStrategy):
             Only with ``return_utilities``: the strategy's score of every
             candidate, NaN elsewhere; row ``b`` has the first ``b`` chosen
             rows set to NaN too.
+
+        Raises
+        ------
+        TypeError
+            If ``clf`` is not a SpectralGraphClassifier or a SklearnClassifier
+            wrapping one.
+        ValueError
+            If the classifier's ``missing_label`` differs from this
+            strategy's (checked first: with another marker no row of ``y``
+            would look unlabeled).
         """
+        self._check_classifier(clf)
         X, y, candidates, batch_size, return_utilities = self._validate_data(
             X, y, candidates, batch_size, return_utilities, reset=True
         )

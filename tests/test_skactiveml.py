@@ -345,6 +345,20 @@ def test_query_strategy_errors(adapter, blobs):
         adapter.GraphQueryStrategy("vopt", strategy_options={"candidates": 0.1}).query(X, y, clf)
 
 
+def test_query_strategy_checks_the_markers_before_counting_candidates(adapter, blobs):
+    # y marked with NaN but missing_label=-1: no row looks unlabeled, which used to give
+    # an empty batch with scikit-activeml's batch_size warning instead of the mismatch.
+    X, y_true = blobs
+    y = start(y_true)
+    for clf in (adapter.skactiveml_classifier(), SpectralGraphClassifier(missing_label=np.nan)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(ValueError, match="must be equal"):
+                adapter.GraphQueryStrategy(missing_label=-1).query(X, y, clf, batch_size=2)
+    with pytest.raises(TypeError, match="clf must be a SpectralGraphClassifier"):
+        adapter.GraphQueryStrategy(missing_label=-1).query(X, y, object(), batch_size=2)
+
+
 def test_query_strategy_on_a_pool_with_equal_rows(adapter, blobs):
     """Copies count once, as in the strategies: utilities over the distinct points, and a
     batch larger than them is cut to them with a warning."""
