@@ -33,6 +33,7 @@ from .evidence import (
     FULL_GAMMAS,
     FULL_TAUS,
     LAPLACE_GAMMAS,
+    SUM_CLASS_MARGIN,
     SUM_EPSILONS,
     SUM_FULL_TAUS,
     SUM_GAMMAS,
@@ -1895,8 +1896,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
             full = [scale * K for K in full]
             targets = targets * (root[:, None] if targets.ndim == 2 else root)
         i, j, eps, g, _, _ = select_sum_hyperparameters(
-            spectral, full, targets, SUM_EPSILONS, gammas, criterion="loo"
-        )
+            spectral, full, targets, SUM_EPSILONS, gammas, criterion="loo",
+            margin=SUM_CLASS_MARGIN,
+        )  # fmt: skip
         correct = None
         if compare:
             means = sum_loo_means(spectral[i], full[j], targets, eps, g)

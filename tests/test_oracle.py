@@ -46,3 +46,35 @@ def test_hand_gradient_matches_finite_differences_of_hand_objective(loss):
                                atol=1e-7 * np.abs(J.gradient(a)).max())
     np.testing.assert_allclose(J.hessian(a), fd_jacobian(J.gradient, a, 1e-5), rtol=1e-6,
                                atol=1e-8 * np.abs(J.hessian(a)).max())
+
+
+def test_loo_class_probability_is_the_normal_one_for_two_columns_and_sampling_for_more():
+    """``dense_loo_classes``' quadrature against what it integrates: with two columns
+    the probability that the class's value is the larger is ``Phi(gap / (sqrt 2 sd))``
+    (the difference of two independent normals); with three, a Monte Carlo draw of the
+    predictive values."""
+    import scipy.stats
+
+    from _oracle import dense_loo_classes, dense_loo_terms
+
+    rng = np.random.RandomState(0)
+    A = rng.randn(8, 3)
+    S = A @ A.T + 0.3 * np.eye(8)
+    codes = np.array([0, 0, 1, 1, 0, 1, 1, 0])
+    Y = np.eye(2)[codes]
+    r, v = dense_loo_terms(S, Y)
+    sd = np.sqrt(np.mean(r**2 / v[:, None]) * v)
+    mu = Y - r
+    gap = mu[np.arange(8), codes] - mu[np.arange(8), 1 - codes]
+    log_p = scipy.stats.norm.logcdf(gap / (np.sqrt(2.0) * sd))
+    expected = np.mean([log_p[codes == c].mean() for c in (0, 1)])
+    np.testing.assert_allclose(dense_loo_classes(S, Y), expected, rtol=1e-9)
+
+    codes = np.array([0, 1, 2, 2, 0, 1, 1, 0])
+    Y = np.eye(3)[codes]
+    r, v = dense_loo_terms(S, Y)
+    sd = np.sqrt(np.mean(r**2 / v[:, None]) * v)
+    draws = (Y - r)[:, None, :] + sd[:, None, None] * rng.randn(8, 400_000, 3)
+    p = np.mean(np.argmax(draws, axis=2) == codes[:, None], axis=1)
+    expected = np.mean([np.log(p[codes == c]).mean() for c in (0, 1, 2)])
+    np.testing.assert_allclose(dense_loo_classes(S, Y), expected, atol=0.01)

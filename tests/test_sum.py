@@ -22,11 +22,13 @@ from sklearn.model_selection import GridSearchCV
 from skmcal import NodeSet, SpectralGraphClassifier, clear_graph_cache, query
 from skmcal.evidence import (
     DEFAULT_TAUS,
+    SUM_CLASS_MARGIN,
     SUM_EPSILONS,
     SUM_FULL_TAUS,
     SUM_GAMMAS,
     select_sum_hyperparameters,
     sum_log_evidence,
+    sum_loo_class_log_likelihood,
     sum_loo_log_density,
     unit_scale,
 )
@@ -36,6 +38,7 @@ from _oracle import (
     blobs,
     dense_laplacian,
     dense_loo,
+    dense_loo_classes,
     dense_sum_choice,
     dense_sum_prior,
     plane_knn_graph,
@@ -176,6 +179,55 @@ def test_sum_selection_table_is_the_criterion_on_the_grid(criterion, value):
         select_sum_hyperparameters([Ks1], [Kf1], Y, criterion="cv")
 
 
+@pytest.mark.parametrize("k", [1, 3])
+def test_sum_loo_class_log_likelihood_is_the_dense_leave_one_out_one(k):
+    """Explicit solves without each label, the pairwise normal probabilities of its
+    class, averaged per class (one column: the sign of a +-1 target)."""
+    Ks, Kf = _blocks(n=9)
+    codes = np.array([0, 0, 0, 0, 1, 1, 2, 0, 1]) % max(k, 2)
+    Y = np.eye(3)[codes] if k == 3 else (2.0 * codes - 1.0)[:, None]
+    targets = Y if k == 3 else Y[:, 0]
+    for eps, gamma in [(0.4, 0.3), (3.0, 0.05), (0.01, 1.0)]:
+        S = Ks + eps * Kf + gamma**2 * np.eye(9)
+        value = sum_loo_class_log_likelihood(Ks, Kf, targets, eps, gamma)
+        # one column: closed form; more: 16-point Gauss-Hermite against adaptive quadrature
+        np.testing.assert_allclose(value, dense_loo_classes(S, Y), rtol=1e-9 if k == 1 else 1e-5)
+
+
+def test_sum_selection_with_a_margin_is_the_dense_guarded_maximum():
+    """The leave-one-out density's maximum among the grid points whose class
+    log-likelihood is within the margin of the best; -inf in the table elsewhere. Here
+    the guard moves the choice (without it the density's maximum is another point)."""
+    Ks1, Kf1 = _blocks(0, 9)
+    Ks2, Kf2 = _blocks(100, 9)
+    Y = np.eye(3)[np.random.RandomState(0).choice(3, 9, p=[0.6, 0.25, 0.15])]
+    density, classes = {}, {}
+    for a, Ks in enumerate((Ks1, Ks2)):
+        for b, Kf in enumerate((Kf1, Kf2)):
+            for eps in SUM_EPSILONS:
+                for g in SUM_GAMMAS:
+                    S = Ks + eps * Kf + g**2 * np.eye(9)
+                    density[a, b, eps, g] = dense_loo(S, Y)
+                    classes[a, b, eps, g] = dense_loo_classes(S, Y)
+    best = max(classes.values())
+    chosen = {}
+    for margin in (0.0, 0.07, 0.5):
+        *choice, _, table = select_sum_hyperparameters(
+            [Ks1, Ks2], [Kf1, Kf2], Y, criterion="loo", margin=margin
+        )
+        near = [q for q in density if classes[q] >= best - margin]
+        assert tuple(choice) == max(near, key=density.get)
+        assert np.count_nonzero(np.isfinite(table)) == len(near)
+        chosen[margin] = tuple(choice)
+    unguarded = select_sum_hyperparameters([Ks1, Ks2], [Kf1, Kf2], Y, criterion="loo")[:4]
+    assert unguarded == max(density, key=density.get) != chosen[0.07]
+    with pytest.raises(ValueError, match="margin needs criterion='loo'; got criterion='ev"):
+        select_sum_hyperparameters([Ks1], [Kf1], Y, margin=0.1)
+    for bad in (-0.1, np.inf, True, "0.1"):
+        with pytest.raises(ValueError, match="margin must be a non-negative float or None"):
+            select_sum_hyperparameters([Ks1], [Kf1], Y, criterion="loo", margin=bad)
+
+
 def test_sum_evidence_rejects_bad_inputs():
     Ks, Kf = _blocks()
     with pytest.raises(ValueError, match="eps must be a non-negative finite float; got -1"):
@@ -207,7 +259,7 @@ def test_classifier_sum_choice_is_the_dense_leave_one_out_maximum(loss):
     Y = Y.reshape(labeled.size, -1)
     n = labeled.size
     taus_s = [t for t in DEFAULT_TAUS if t**2 <= np.median(lam)]
-    table = {}
+    table, classes = {}, {}
     for ts in taus_s:
         for tf in SUM_FULL_TAUS:
             for eps in SUM_EPSILONS:
@@ -216,8 +268,10 @@ def test_classifier_sum_choice_is_the_dense_leave_one_out_maximum(loss):
                 for g in SUM_GAMMAS:
                     S = K + g**2 * np.eye(n)
                     table[ts, tf, eps, g] = dense_loo(S, Y)  # at the profiled amplitude
+                    classes[ts, tf, eps, g] = dense_loo_classes(S, Y)
+    near = [q for q in table if classes[q] >= max(classes.values()) - SUM_CLASS_MARGIN]
     p = clf.sum_prior_
-    assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == max(table, key=table.get)
+    assert (p["tau_s"], p["tau_f"], p["eps"], p["gamma"]) == max(near, key=table.get)
     assert clf.tau_ == p["tau_s"]
     np.testing.assert_allclose(clf.gamma_, p["gamma"] / np.sqrt(p["spectral_scale"]))
     assert np.mean(clf.transduction_ == y_true) > 0.9
