@@ -867,8 +867,8 @@ def _class_scores(Y, alpha, precision, amplitude):
     rows = np.arange(Y.shape[0])
     residual = alpha / precision[:, :, None]  # y - mu, per gamma
     deviation = np.sqrt(amplitude[:, None] / precision)  # sqrt(a s_i)
-    if Y.shape[1] == 1:
-        z = Y[:, 0] * (Y[:, 0] - residual[:, :, 0]) / deviation
+    if Y.shape[1] == 1:  # the sign: rows scaled by label weights keep their class
+        z = np.sign(Y[:, 0]) * (Y[:, 0] - residual[:, :, 0]) / deviation
         log_p = log_ndtr(z)
     else:  # log E_t prod_{c' != c} Phi(gap_c' + t), t ~ N(0, 1): Gauss-Hermite
         mu = Y[None] - residual

@@ -194,6 +194,26 @@ def test_sum_loo_class_log_likelihood_is_the_dense_leave_one_out_one(k):
         np.testing.assert_allclose(value, dense_loo_classes(S, Y), rtol=1e-9 if k == 1 else 1e-5)
 
 
+@pytest.mark.parametrize("k", [1, 3])
+def test_sum_loo_class_log_likelihood_of_weighted_labels(k):
+    """The classifier's search scales the blocks and targets by the labels' weights
+    (``sqrt(w_i w_j) K_ij``, ``sqrt(w_i) y_i``): the class log-likelihood there is that
+    of the unscaled targets under the noise ``gamma^2 / w_i``."""
+    Ks, Kf = _blocks(n=9)
+    codes = np.array([0, 0, 0, 0, 1, 1, 2, 0, 1]) % max(k, 2)
+    Y = np.eye(3)[codes] if k == 3 else (2.0 * codes - 1.0)[:, None]
+    w = np.array([0.5, 0.5, 0.5, 0.5, 2.0, 2.0, 4.0, 0.5, 2.0])
+    root = np.sqrt(w)
+    scaled = Y * root[:, None]
+    eps, gamma = 0.4, 0.3
+    value = sum_loo_class_log_likelihood(
+        np.outer(root, root) * Ks, np.outer(root, root) * Kf,
+        scaled if k == 3 else scaled[:, 0], eps, gamma,
+    )  # fmt: skip
+    S = Ks + eps * Kf + gamma**2 * np.diag(1.0 / w)
+    np.testing.assert_allclose(value, dense_loo_classes(S, Y), rtol=1e-9 if k == 1 else 1e-5)
+
+
 def test_sum_selection_with_a_margin_is_the_dense_guarded_maximum():
     """The leave-one-out density's maximum among the grid points whose class
     log-likelihood is within the margin of the best; -inf in the table elsewhere. Here
