@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
+from numbers import Integral
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +64,11 @@ def _figure(n_rows=1, n_cols=1, *, size=(6.4, 4.8)):
 
 def _save(fig, path: PathLike, dpi: int) -> Path:
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(
+            f"path {str(path)!r} is a folder; give the PNG file to write, such as "
+            f"{str(path / 'figure.png')!r}."
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png", dpi=dpi)
     return path
@@ -122,7 +128,8 @@ def plot_accuracy(
         Columns ``trial``, ``n_labeled``, ``strategy`` and ``accuracy``, as
         in the ``results`` of an :class:`~skmcal.experiment.ExperimentResult`.
     path : str or path-like, default=None
-        The PNG file to write (its folder is created); None returns the figure.
+        The PNG file to write (its folder is created; an existing folder is
+        refused); None returns the figure.
     title : str, default=None
         The first line of the title, such as the data set's name; the second
         line is "mean ± std over N trials".
@@ -403,7 +410,8 @@ def plot_choices(
         the initial labels), or a mapping ``strategy ->
         indices of the chosen points`` in the order they were picked.
     path : str or path-like, default=None
-        The PNG file to write (its folder is created); None returns the figure.
+        The PNG file to write (its folder is created; an existing folder is
+        refused); None returns the figure.
     embedding : None, array-like of shape (n_samples, 2), SpectralGraph or fitted \
             SpectralGraphClassifier, default=None
         Where to draw the points. None: ``X`` itself when it has two
@@ -414,7 +422,8 @@ def plot_choices(
     trial : int, default=0
         The trial drawn, when ``choices`` is a DataFrame.
     n_cols : int, default=3
-        Panels per row.
+        Panels per row, a positive integer (at most the number of panels are
+        used).
     title : str, default=None
         The figure's title, such as the data set's name.
     dpi : int, default=120
@@ -458,7 +467,9 @@ def plot_choices(
 
     from matplotlib.lines import Line2D
 
-    n_cols = max(1, min(n_cols, len(panels)))
+    if isinstance(n_cols, bool) or not isinstance(n_cols, Integral) or n_cols < 1:
+        raise ValueError(f"plot_choices: n_cols must be a positive integer; got {n_cols!r}.")
+    n_cols = min(int(n_cols), len(panels))
     n_rows = math.ceil(len(panels) / n_cols)
     fig, axes = _figure(n_rows, n_cols, size=(3.6 * n_cols + 1.2, 3.4 * n_rows + 0.9))
     size = 6 if X.shape[0] <= 2000 else 2
@@ -559,7 +570,8 @@ def plot_uncertainty(
         they have two columns, else the graph's spectral coordinates
         (:func:`spectral_coordinates`).
     path : str or path-like, default=None
-        The PNG file to write (its folder is created); None returns the figure.
+        The PNG file to write (its folder is created; an existing folder is
+        refused); None returns the figure.
     measure : {"variance", "margin"}, default="variance"
         What colours the nodes.
     title : str, default=None

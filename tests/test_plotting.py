@@ -279,3 +279,17 @@ def test_choices_with_unusable_labels_or_iterations_are_refused(moons):
     # Whole floats (as read from a CSV file with a gap) are iteration numbers.
     fig = plot_choices(X, y_true, choices.assign(iteration=choices["iteration"].astype(float)))
     assert_array_equal(fig.axes[0].collections[1].get_array(), [1, 1, 2, 2, 3, 3])
+
+
+def test_a_folder_as_path_and_a_bad_n_cols_are_refused(moons, tmp_path):
+    """A folder given as ``path`` (matplotlib raised IsADirectoryError) and ``n_cols``
+    of 0 or less (one column was drawn silently) or not an integer."""
+    with pytest.raises(ValueError, match=r"is a folder; give the PNG file to write"):
+        plot_accuracy(results_frame(2), tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    X, y, _ = moons
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match=r"n_cols must be a positive integer; got"):
+            plot_choices(X, y, {"picks": [9]}, n_cols=bad)
+    fig = plot_choices(X, y, {"a": [9], "b": [3]}, n_cols=np.int64(5))
+    assert len(fig.axes) >= 2
