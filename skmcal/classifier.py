@@ -711,7 +711,8 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         exact solve's at every ``tau`` and ``gamma`` measured; each factor of
         10 below costs about one more conjugate-gradient iteration per
         column). Below 1: a relative tolerance of 1 or more stops at the
-        first step.
+        first step. With ``gr`` / ``mgr``, the spectral ``ce`` fits by which
+        ``kernel="auto"`` compares the graphs keep ``AUTO_NEWTON_TOL``.
     warm_start : bool, default=True
         Start Newton's method from the previous ``coef_`` when refitting on
         the same graph with the same loss and classes (the active-learning
@@ -1295,9 +1296,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         except ValueError:
             return -np.inf
         targets = ce.encode(codes, n_classes)
+        # With gr / mgr, tol is the user's setting for other solves (the sparse ones;
+        # none for the spectral model), not for this Newton fit.
+        gaussian = self.loss in ("gr", "mgr")
         posterior = fit_posterior(
             ce, graph.eigenvalues + tau**2, graph.eigenvectors, labeled_nodes, targets, gamma,
-            coef_init=coef, max_iter=self.max_iter, tol=self._newton_tol(),
+            coef_init=coef, max_iter=self.max_iter,
+            tol=AUTO_NEWTON_TOL if gaussian else self._newton_tol(),
             n_threads=self._n_threads(),
             weights=weights,
         )  # fmt: skip

@@ -274,3 +274,20 @@ def test_warm_refits_with_a_shared_grid_equal_those_of_the_explicit_kernel():
         assert (auto.tau_, auto.gamma_) == (explicit.tau_, explicit.gamma_)
         np.testing.assert_array_equal(auto.coef_, explicit.coef_)
         np.testing.assert_array_equal(auto.posterior_cov(), explicit.posterior_cov())
+
+
+def test_a_gaussian_loss_tol_does_not_reach_the_kernel_choice():
+    """With mgr, tol is for the sparse solves (none for the spectral model): the
+    spectral ce fits that compare the graphs keep AUTO_NEWTON_TOL (a user's tol=1e-20
+    gave two warnings that Newton's method for 'ce' did not converge)."""
+    X, y_true, labeled = _rays()
+    y = _labels(y_true, labeled)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf = SpectralGraphClassifier(
+            "mgr", model="spectral", n_eigs=N_EIGS, cache=False, tol=1e-20
+        ).fit(X, y)
+    assert not [w for w in caught if "'ce'" in str(w.message)]
+    plain = SpectralGraphClassifier("mgr", model="spectral", n_eigs=N_EIGS, cache=False).fit(X, y)
+    assert clf.kernel_ == plain.kernel_
+    np.testing.assert_array_equal(clf.transduction_, plain.transduction_)
