@@ -852,9 +852,10 @@ def test_auto_tol_is_tight_for_spectral_newton_and_auto_solve_tol_for_sparse_sol
 ):
     """tol="auto": AUTO_NEWTON_TOL (1e-10) for the spectral model's Newton,
     AUTO_SOLVE_TOL (1e-6) for the sparse solves (full-graph fits, the summed model and
-    its Green's columns); a given tol goes to every one. The full model's evidence (a
-    cold fit: every tau) solves its Green's columns to the larger of tol and
-    FULL_EVIDENCE_TOL."""
+    its Green's columns); a given tol goes to every one but, with mgr, the spectral ce
+    fits of kernel="auto" (AUTO_NEWTON_TOL: mgr's tol is the sparse solves'). The full
+    model's evidence (a cold fit: every tau) solves its Green's columns to the larger of
+    tol and FULL_EVIDENCE_TOL."""
     import skmcal.classifier as module
     from skmcal.evidence import FULL_EVIDENCE_TOL
 
@@ -875,7 +876,7 @@ def test_auto_tol_is_tight_for_spectral_newton_and_auto_solve_tol_for_sparse_sol
         assert seen
         for name, got in seen:
             want = expected
-            if want is None:
+            if want is None or (name == "fit_posterior" and loss == "mgr"):
                 want = module.AUTO_NEWTON_TOL if name == "fit_posterior" else module.AUTO_SOLVE_TOL
             if model == "full" and name == "green_block":
                 want = max(want, FULL_EVIDENCE_TOL)
