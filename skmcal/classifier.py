@@ -1296,13 +1296,9 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         except ValueError:
             return -np.inf
         targets = ce.encode(codes, n_classes)
-        # With gr / mgr, tol is the user's setting for other solves (the sparse ones;
-        # none for the spectral model), not for this Newton fit.
-        gaussian = self.loss in ("gr", "mgr")
         posterior = fit_posterior(
             ce, graph.eigenvalues + tau**2, graph.eigenvectors, labeled_nodes, targets, gamma,
-            coef_init=coef, max_iter=self.max_iter,
-            tol=AUTO_NEWTON_TOL if gaussian else self._newton_tol(),
+            coef_init=coef, max_iter=self.max_iter, tol=self._newton_tol(),
             n_threads=self._n_threads(),
             weights=weights,
         )  # fmt: skip
@@ -1395,8 +1391,13 @@ class SpectralGraphClassifier(ClassifierMixin, BaseEstimator):
         return graphs[chosen]
 
     def _newton_tol(self):
-        """The spectral model's Newton tolerance: ``tol`` resolved."""
-        return AUTO_NEWTON_TOL if self.tol == "auto" else self.tol
+        """The tolerance of the spectral Newton fits: ``tol`` resolved. With ``gr`` /
+        ``mgr`` a given ``tol`` is the sparse solves' (their spectral fits take no Newton
+        step), so the Newton fits made for them (``kernel="auto"``'s ``ce`` models)
+        keep :data:`AUTO_NEWTON_TOL`."""
+        if self.tol == "auto" or self.loss in ("gr", "mgr"):
+            return AUTO_NEWTON_TOL
+        return self.tol
 
     def _solve_tol(self):
         """The sparse solves' tolerance (full-graph and summed models): ``tol`` resolved."""
