@@ -798,7 +798,7 @@ def sum_loo_means(spectral, full, targets, eps: float, gamma: float) -> np.ndarr
     _check_positive("gamma", gamma)
     d, Q = np.linalg.eigh(spectral + eps * full)
     alpha, precision = _loo_terms(np.maximum(d, 0.0), Q, Q.T @ Y, [gamma])
-    return Y - alpha[0] / precision[0][:, None]
+    return _loo_means(Y, alpha, precision)[0]
 
 
 def sum_loo_class_log_likelihood(spectral, full, targets, eps: float, gamma: float) -> float:
@@ -865,13 +865,11 @@ def _class_scores(Y, alpha, precision, amplitude):
     ``precision`` and ``amplitude``)."""
     codes, weight = _target_classes(Y)
     rows = np.arange(Y.shape[0])
-    residual = alpha / precision[:, :, None]  # y - mu, per gamma
+    mu = _loo_means(Y, alpha, precision)
     deviation = np.sqrt(amplitude[:, None] / precision)  # sqrt(a s_i)
     if Y.shape[1] == 1:  # the sign: rows scaled by label weights keep their class
-        z = np.sign(Y[:, 0]) * (Y[:, 0] - residual[:, :, 0]) / deviation
-        log_p = log_ndtr(z)
+        log_p = log_ndtr(np.sign(Y[:, 0]) * mu[:, :, 0] / deviation)
     else:  # log E_t prod_{c' != c} Phi(gap_c' + t), t ~ N(0, 1): Gauss-Hermite
-        mu = Y[None] - residual
         others = np.ones(Y.shape, dtype=bool)
         others[rows, codes] = False
         gap = (mu[:, rows, codes][:, :, None] - mu)[:, others].reshape(mu.shape[0], rows.size, -1)
@@ -880,6 +878,12 @@ def _class_scores(Y, alpha, precision, amplitude):
         top = terms.max(axis=2)
         log_p = top + np.log(np.exp(terms - top[:, :, None]) @ _HERMITE_WEIGHTS)
     return log_p @ weight
+
+
+def _loo_means(Y, alpha, precision):
+    """The leave-one-out means ``y_i - r_i`` at every gamma (leading axis), ``r_i =
+    [S^-1 y]_i / [S^-1]_ii`` from :func:`_loo_terms`."""
+    return Y - alpha / precision[:, :, None]
 
 
 def _loo_terms(d, Q, QY, gammas):
